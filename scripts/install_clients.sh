@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs the real clients used by the real-client checks into a cache dir:
+#   opencode-ai@1.18.33 (the opencode CLI, a Bun single-file binary in a platform package)
+#   ccusage@20.0.24     (a Rust binary in @ccusage/ccusage-<platform>; 20.0.26 has no
+#                        platform packages on the registry, so it does not install)
+# Idempotent: nothing is fetched when both are already there at these versions.
+# Prints shell assignments on stdout (logs go to stderr), so callers can do
+#   eval "$(scripts/install_clients.sh)"   # sets OPENCODE_BIN and CCUSAGE_BIN
+# Env: SD_CLIENTS (default ~/.cache/session-doctor-clients).
+set -euo pipefail
+
+OPENCODE_VERSION=1.18.33
+CCUSAGE_VERSION=20.0.24
+dir="${SD_CLIENTS:-$HOME/.cache/session-doctor-clients}"
+
+case "$(uname -s)-$(uname -m)" in
+  Linux-x86_64) plat=linux-x64 ;;
+  Linux-aarch64) plat=linux-arm64 ;;
+  Darwin-x86_64) plat=darwin-x64 ;;
+  Darwin-arm64) plat=darwin-arm64 ;;
+  *) echo "install_clients: unsupported platform $(uname -sm)" >&2; exit 1 ;;
+esac
+nm="$dir/node_modules"
+ccusage_bin="$nm/.bin/ccusage"
+
+# opencode --version creates ~/.config/opencode, ~/.local/share/opencode etc.: run it in a scratch HOME.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+oc_version() {
+  [ -x "$1" ] && HOME="$scratch" XDG_DATA_HOME="$scratch/d" XDG_CONFIG_HOME="$scratch/c" \
+    XDG_CACHE_HOME="$scratch/k" XDG_STATE_HOME="$scratch/s" timeout 60 "$1" --version 2>/dev/null
+}
+# The AVX2 build first, then the baseline build (CPUs without AVX2) where there is one.
+find_opencode() {
+  local b
+  for b in "$nm/opencode-$plat/bin/opencode" "$nm/opencode-$plat-baseline/bin/opencode"; do
+    if [ "$(oc_version "$b" || true)" = "$OPENCODE_VERSION" ]; then echo "$b"; return 0; fi
+  done
+  return 1
+}
+cc_ok() { [ "$("$ccusage_bin" --version 2>/dev/null || true)" = "ccusage $CCUSAGE_VERSION" ]; }
+
+if find_opencode >/dev/null && cc_ok; then
+  echo "install_clients: already installed in $dir" >&2
+else
+  echo "install_clients: npm install into $dir" >&2
+  mkdir -p "$dir"
+  # --ignore-scripts: opencode-ai's postinstall only links the platform binary; not needed.
+  npm install --prefix "$dir" --no-audit --no-fund --ignore-scripts --save-exact \
+    "opencode-ai@$OPENCODE_VERSION" "ccusage@$CCUSAGE_VERSION" >&2
+fi
+
+opencode_bin="$(find_opencode)" || { echo "install_clients: opencode $OPENCODE_VERSION does not run" >&2; exit 1; }
+cc_ok || { echo "install_clients: ccusage $CCUSAGE_VERSION does not run" >&2; exit 1; }
+echo "install_clients: opencode $OPENCODE_VERSION at $opencode_bin; ccusage $CCUSAGE_VERSION at $ccusage_bin" >&2
+printf 'OPENCODE_BIN=%q\nCCUSAGE_BIN=%q\n' "$opencode_bin" "$ccusage_bin"

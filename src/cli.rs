@@ -1,0 +1,137 @@
+//! Command-line interface (clap derive). The structs stay dumb; accessors turn
+//! raw flags into typed options.
+
+use crate::diagnose::Severity;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Inspect, diagnose and repair stored AI coding-agent sessions (opencode,
+/// Kilo CLI) offline. Originals are never modified: repairs go to copies.
+#[derive(Debug, Parser)]
+#[command(name = "session-doctor", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// One row per session: sizes, compactions, token totals, findings.
+    List(ListArgs),
+    /// One row per message of a session: sizes, tokens, parts, flags.
+    Inspect(InspectArgs),
+    /// Diagnose sessions; exit 1 when a finding reaches --fail-on.
+    Check(CheckArgs),
+    /// Write a repaired copy of the store(s) into --out.
+    Repair(RepairArgs),
+    /// Print a shell completion script to stdout.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    /// Tables for people.
+    #[default]
+    Table,
+    /// One JSON document with "schema_version": 1.
+    Json,
+}
+
+/// Options every reading command shares.
+#[derive(Debug, Args)]
+pub struct Common {
+    /// Stores to read: opencode.db / kilo.db files, data dirs, legacy storage/
+    /// dirs, or folders containing them. Default: the opencode and Kilo data
+    /// dirs under $XDG_DATA_HOME and $HOME/.local/share.
+    pub paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Only this session.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// The session to inspect.
+    #[arg(long, value_name = "ID")]
+    pub session: String,
+    /// Also list the N largest parts (by stored bytes).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Only this session.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Exit 1 when a finding of this severity or worse exists (`never`: always 0).
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Info,
+    Never,
+}
+
+impl CheckArgs {
+    /// The lowest severity that fails the run, or `None` for `never`.
+    pub fn fail_threshold(&self) -> Option<Severity> {
+        match self.fail_on {
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Info => Some(Severity::Info),
+            FailOn::Never => None,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Folder to write the copies into (created if missing). Never the source
+    /// folder or inside it.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Only repair this session (the whole store is still copied).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Print the changes, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Replace copies that already exist under --out.
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl Common {
+    /// The paths to read: the given ones, else the default data dirs.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        if self.paths.is_empty() {
+            crate::formats::default_paths()
+        } else {
+            self.paths.clone()
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Findings: one file per finding code, each a pure function of a [`Session`].
+
+mod compaction_failed;
+mod compaction_loop;
+mod dangling_parent;
+mod integrity;
+mod orphan_in_context;
+mod stale_parent;
+mod unfinished_tool_call;
+mod unreadable;
+
+use crate::model::Session;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// How bad a finding is. Ordered: `Info < Warning < Error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// One diagnosed fault in a session.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// Stable code, e.g. `stale-parent`.
+    pub code: &'static str,
+    pub severity: Severity,
+    /// Message concerned (or part/row id for load problems), when there is one.
+    pub message_id: Option<String>,
+    /// One sentence for people.
+    pub detail: String,
+    /// One-line remedy.
+    pub remedy: String,
+    /// The figures behind the finding, each as its own JSON field.
+    #[serde(flatten)]
+    pub figures: Map<String, Value>,
+}
+
+impl Finding {
+    fn new(code: &'static str, severity: Severity, message_id: Option<&str>, detail: String, remedy: &str) -> Self {
+        Finding {
+            code,
+            severity,
+            message_id: message_id.map(str::to_string),
+            detail,
+            remedy: remedy.to_string(),
+            figures: Map::new(),
+        }
+    }
+
+    fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.figures.insert(key.to_string(), value.into());
+        self
+    }
+}
+
+/// Every finding code with its severity and remedy, for docs and `--help`.
+pub const CODES: &[(&str, Severity)] = &[
+    ("stale-parent", Severity::Error),
+    ("orphan-in-context", Severity::Warning),
+    ("compaction-loop", Severity::Error),
+    ("compaction-failed", Severity::Warning),
+    ("dangling-parent", Severity::Error),
+    ("orphan-part", Severity::Error),
+    ("duplicate-id", Severity::Error),
+    ("unfinished-tool-call", Severity::Warning),
+    ("unreadable", Severity::Error),
+];
+
+/// Runs every rule on `s`; findings come back in rule order, then message order.
+pub fn diagnose(s: &Session) -> Vec<Finding> {
+    let mut f = Vec::new();
+    f.extend(unreadable::check(s));
+    f.extend(integrity::check(s));
+    f.extend(dangling_parent::check(s));
+    f.extend(stale_parent::check(s));
+    f.extend(orphan_in_context::check(s));
+    f.extend(compaction_loop::check(s));
+    f.extend(compaction_failed::check(s));
+    f.extend(unfinished_tool_call::check(s));
+    f
+}
+
+pub use dangling_parent::suggested_parent as dangling_suggested_parent;
+pub use stale_parent::stale_parents;
+
+/// Counts of findings by severity.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct SeverityCounts {
+    pub error: usize,
+    pub warning: usize,
+    pub info: usize,
+}
+
+impl SeverityCounts {
+    pub fn of(findings: &[Finding]) -> Self {
+        let mut c = SeverityCounts::default();
+        for f in findings {
+            match f.severity {
+                Severity::Error => c.error += 1,
+                Severity::Warning => c.warning += 1,
+                Severity::Info => c.info += 1,
+            }
+        }
+        c
+    }
+}

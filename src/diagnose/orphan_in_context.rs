@@ -1,0 +1,36 @@
+//! `orphan-in-context`: in the model-visible view after compaction (the agent's
+//! own rule, computed by the format module into `Session::visible`), a message
+//! whose parent is not visible. opencode 1.18.33 produces this itself when it
+//! splits a turn at `tail_start_id` (shared/formats/opencode-kilo.md section 7).
+
+use super::{stale_parents, Finding, Severity};
+use crate::model::Session;
+
+pub fn check(s: &Session) -> Vec<Finding> {
+    let stale: Vec<usize> = stale_parents(s).into_iter().map(|sp| sp.index).collect();
+    s.visible
+        .iter()
+        .filter_map(|&i| {
+            let m = &s.messages[i];
+            let pid = m.parent_id.as_deref()?;
+            let p = s.index_of(pid)?;
+            if s.is_visible(p) || stale.contains(&i) {
+                return None;
+            }
+            Some(
+                Finding::new(
+                    "orphan-in-context",
+                    Severity::Warning,
+                    Some(&m.id),
+                    format!(
+                        "message {} is sent to the model after compaction but its parent {pid} is not",
+                        m.id
+                    ),
+                    "usually harmless (the agent split a turn at the retained tail); if replies render out of order, compact the session again",
+                )
+                .with("parent_id", pid.to_string())
+                .with("visible_messages", s.visible.len()),
+            )
+        })
+        .collect()
+}

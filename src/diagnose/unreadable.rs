@@ -1,0 +1,21 @@
+//! `unreadable`: a row or file that is not valid JSON or lacks required fields.
+
+use super::{Finding, Severity};
+use crate::model::Session;
+
+pub fn check(s: &Session) -> Vec<Finding> {
+    s.problems
+        .iter()
+        .map(|p| {
+            Finding::new(
+                "unreadable",
+                Severity::Error,
+                p.id.as_deref(),
+                format!("{}: {}", p.location, p.error),
+                "the rest of the session was read; fix or remove this row in a copy, the agent may fail to load it",
+            )
+            .with("location", p.location.clone())
+            .with("error", p.error.clone())
+        })
+        .collect()
+}

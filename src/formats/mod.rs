@@ -1,0 +1,163 @@
+//! Storage formats. Each format module is the only place that knows its raw
+//! shapes; everything else works on [`crate::model`].
+//!
+//! A format is found by [`discover`], which walks the given paths and asks each
+//! format whether a path is one of its stores.
+
+pub mod opencode;
+
+use crate::model::{Agent, Session};
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+/// A change to make in a copy of a store. Treatments produce these; only the
+/// format module that owns the session knows how to write them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edit {
+    pub session_id: String,
+    pub message_id: String,
+    pub change: Change,
+}
+
+/// What an [`Edit`] changes, in the model's terms.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Point the message's parent at another message.
+    SetParent {
+        old: Option<String>,
+        new: String,
+    },
+}
+
+/// A change as it is stored: the stored field name with old and new values.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StoredChange {
+    pub session_id: String,
+    pub message_id: String,
+    pub field: String,
+    pub old: serde_json::Value,
+    pub new: serde_json::Value,
+}
+
+/// One store of sessions (a database file or a JSON tree), opened read-only.
+pub trait Store: Send + Sync {
+    /// Agent that wrote the store.
+    fn agent(&self) -> Agent;
+    /// The store itself: a db file or a `storage/` dir.
+    fn path(&self) -> &Path;
+    /// The folder a copy may never be written into (it holds the original).
+    fn root(&self) -> PathBuf {
+        self.path()
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+    /// Name of the copy under `--out` (e.g. `opencode.db`, `kilo.db`, `storage`).
+    fn copy_name(&self) -> String;
+    /// Ids of the sessions in the store, oldest first.
+    fn session_ids(&self) -> Result<Vec<String>>;
+    /// Loads one session. Unreadable rows become [`crate::model::LoadProblem`]s;
+    /// an error means the store itself could not be read.
+    fn load(&self, id: &str) -> Result<Session>;
+    /// How `edit` looks in storage (stored field name, old and new JSON values).
+    fn describe(&self, edit: &Edit) -> StoredChange;
+    /// Writes a copy of the whole store to `dest` (the final path of the copy,
+    /// `dest` must not exist), with `edits` applied. Written to a temporary name
+    /// beside `dest` and renamed into place.
+    fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()>;
+}
+
+/// Result of walking the input paths.
+pub struct Discovery {
+    pub stores: Vec<Box<dyn Store>>,
+    /// Paths that looked like stores but could not be opened, with the reason.
+    pub errors: Vec<String>,
+}
+
+/// Finds every store in `paths`: a db file, a data dir, a legacy `storage/`
+/// dir, or any folder containing these (searched with walkdir). Paths that
+/// hold nothing are reported in `errors`.
+pub fn discover(paths: &[PathBuf]) -> Discovery {
+    let mut d = Discovery {
+        stores: Vec::new(),
+        errors: Vec::new(),
+    };
+    for path in paths {
+        let before = d.stores.len() + d.errors.len();
+        if !path.exists() {
+            d.errors
+                .push(format!("{}: no such file or directory", path.display()));
+            continue;
+        }
+        if path.is_file() {
+            match opencode::open_file(path) {
+                Ok(Some(s)) => d.stores.push(s),
+                Ok(None) => d.errors.push(format!(
+                    "{}: not a session store (expected an opencode.db or kilo.db SQLite database)",
+                    path.display()
+                )),
+                Err(e) => d.errors.push(format!("{e:#}")),
+            }
+            continue;
+        }
+        let mut walker = walkdir::WalkDir::new(path).sort_by_file_name().into_iter();
+        while let Some(entry) = walker.next() {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    d.errors.push(format!("{e}"));
+                    continue;
+                }
+            };
+            let p = entry.path();
+            if entry.file_type().is_dir() {
+                match opencode::open_dir(p) {
+                    Ok(Some(s)) => {
+                        d.stores.push(s);
+                        walker.skip_current_dir();
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        d.errors.push(format!("{e:#}"));
+                        walker.skip_current_dir();
+                    }
+                }
+            } else if entry.file_type().is_file() && opencode::looks_like_db(p) {
+                match opencode::open_file(p) {
+                    Ok(Some(s)) => d.stores.push(s),
+                    Ok(None) => {}
+                    Err(e) => d.errors.push(format!("{e:#}")),
+                }
+            }
+        }
+        if d.stores.len() + d.errors.len() == before {
+            d.errors.push(format!(
+                "{}: no opencode or Kilo session store found (looked for opencode.db, kilo.db and legacy storage/ trees)",
+                path.display()
+            ));
+        }
+    }
+    d
+}
+
+/// The default data dirs of the supported agents that exist on this machine:
+/// `$XDG_DATA_HOME/{opencode,kilo}` and `$HOME/.local/share/{opencode,kilo}`.
+pub fn default_paths() -> Vec<PathBuf> {
+    let mut bases = Vec::new();
+    if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        bases.push(PathBuf::from(x));
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        bases.push(PathBuf::from(h).join(".local/share"));
+    }
+    let mut out: Vec<PathBuf> = Vec::new();
+    for b in bases {
+        for name in ["opencode", "kilo"] {
+            let p = b.join(name);
+            if p.is_dir() && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,189 @@
+//! The legacy opencode JSON tree (`storage/`, opencode < 1.2.0):
+//! `session/<projectID>/<sessionID>.json`, `message/<sessionID>/<messageID>.json`,
+//! `part/<messageID>/<partID>.json`, pretty-printed with 2 spaces. Ids come
+//! from file names, as opencode's own JSON-to-SQLite migration takes them.
+
+use super::{assemble, describe, parse_message, parse_part};
+use crate::formats::{Edit, Store, StoredChange};
+use crate::model::{Agent, LoadProblem, Session};
+use anyhow::{anyhow, Context, Result};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+pub struct LegacyStore {
+    path: PathBuf,
+}
+
+/// `Ok(Some)` when `p` is a `storage/` dir with `session/` and `message/` in it.
+pub fn open(p: &Path) -> Result<Option<Box<dyn Store>>> {
+    if p.join("session").is_dir() && p.join("message").is_dir() {
+        return Ok(Some(Box::new(LegacyStore { path: p.to_path_buf() })));
+    }
+    Ok(None)
+}
+
+fn stem(p: &Path) -> String {
+    p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn read_json(p: &Path) -> std::result::Result<(Value, u64), String> {
+    let bytes = std::fs::read(p).map_err(|e| format!("cannot read: {e}"))?;
+    let v = serde_json::from_slice(&bytes).map_err(|e| format!("invalid JSON: {e}"))?;
+    Ok((v, bytes.len() as u64))
+}
+
+impl LegacyStore {
+    fn session_files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        if let Ok(rd) = std::fs::read_dir(self.path.join("session")) {
+            for e in rd.filter_map(|e| e.ok()) {
+                if e.path().is_dir() {
+                    out.extend(json_files(&e.path()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn message_path(&self, session_id: &str, message_id: &str) -> PathBuf {
+        self.path
+            .join("message")
+            .join(session_id)
+            .join(format!("{message_id}.json"))
+    }
+}
+
+impl Store for LegacyStore {
+    fn agent(&self) -> Agent {
+        Agent::Opencode
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn copy_name(&self) -> String {
+        "storage".into()
+    }
+
+    fn session_ids(&self) -> Result<Vec<String>> {
+        let mut v: Vec<(i64, String)> = self
+            .session_files()
+            .iter()
+            .map(|f| {
+                let t = read_json(f)
+                    .ok()
+                    .and_then(|(v, _)| v.pointer("/time/created").and_then(Value::as_i64))
+                    .unwrap_or(0);
+                (t, stem(f))
+            })
+            .collect();
+        v.sort();
+        Ok(v.into_iter().map(|(_, id)| id).collect())
+    }
+
+    fn load(&self, id: &str) -> Result<Session> {
+        let sfile = self
+            .session_files()
+            .into_iter()
+            .find(|f| stem(f) == id)
+            .ok_or_else(|| anyhow!("{}: no session {id}", self.path.display()))?;
+        let mut problems = Vec::new();
+        let title = match read_json(&sfile) {
+            Ok((v, _)) => v.get("title").and_then(Value::as_str).map(str::to_string),
+            Err(error) => {
+                problems.push(LoadProblem {
+                    location: sfile.display().to_string(),
+                    id: Some(id.to_string()),
+                    error,
+                });
+                None
+            }
+        };
+        let mut session = Session {
+            agent: Agent::Opencode,
+            id: id.to_string(),
+            title,
+            source: self.path.clone(),
+            messages: Vec::new(),
+            orphan_parts: Vec::new(),
+            duplicate_ids: Vec::new(),
+            problems,
+            visible: Vec::new(),
+        };
+        let mut parts = Vec::new();
+        for mf in json_files(&self.path.join("message").join(id)) {
+            let mid = stem(&mf);
+            match read_json(&mf).and_then(|(v, n)| parse_message(&mid, v, n, None)) {
+                Ok(m) => session.messages.push(m),
+                Err(error) => session.problems.push(LoadProblem {
+                    location: mf.display().to_string(),
+                    id: Some(mid.clone()),
+                    error,
+                }),
+            }
+            for pf in json_files(&self.path.join("part").join(&mid)) {
+                let pid = stem(&pf);
+                match read_json(&pf).and_then(|(v, n)| parse_part(&pid, &mid, v, n)) {
+                    Ok(p) => parts.push(p),
+                    Err(error) => session.problems.push(LoadProblem {
+                        location: pf.display().to_string(),
+                        id: Some(pid),
+                        error,
+                    }),
+                }
+            }
+        }
+        assemble(&mut session, parts);
+        Ok(session)
+    }
+
+    fn describe(&self, edit: &Edit) -> StoredChange {
+        describe(edit)
+    }
+
+    fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()> {
+        let dir = dest.parent().context("destination has no parent folder")?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".session-doctor-storage-")
+            .tempdir_in(dir)
+            .with_context(|| format!("{}: cannot create a temp dir", dir.display()))?;
+        for entry in walkdir::WalkDir::new(&self.path) {
+            let entry = entry?;
+            let rel = entry.path().strip_prefix(&self.path)?;
+            let target = tmp.path().join(rel);
+            if entry.file_type().is_dir() {
+                std::fs::create_dir_all(&target)?;
+            } else if entry.file_type().is_file() {
+                std::fs::copy(entry.path(), &target)
+                    .with_context(|| format!("{}: cannot copy", entry.path().display()))?;
+            }
+        }
+        for e in edits {
+            let src = self.message_path(&e.session_id, &e.message_id);
+            let rel = src.strip_prefix(&self.path)?;
+            let target = tmp.path().join(rel);
+            let (mut v, _) = read_json(&target).map_err(|err| anyhow!("{}: {err}", src.display()))?;
+            super::apply_change(&mut v, &e.change);
+            std::fs::write(&target, serde_json::to_string_pretty(&v)?)
+                .with_context(|| format!("{}: cannot write", target.display()))?;
+        }
+        let tmp = tmp.keep();
+        std::fs::rename(&tmp, dest).with_context(|| format!("{}: cannot rename into place", dest.display()))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,276 @@
+//! opencode and Kilo CLI stores: the SQLite `opencode.db` / `kilo.db`
+//! (opencode >= 1.2.0, Kilo 7.x) and the legacy JSON `storage/` tree (< 1.2.0).
+//! Shapes: shared/formats/opencode-kilo.md sections 3 to 8.
+
+mod legacy;
+mod sqlite;
+mod view;
+
+use crate::measure::parse_data_url;
+use crate::model::*;
+use anyhow::Result;
+use serde_json::Value;
+use std::path::Path;
+
+pub use view::visible_view;
+
+/// Stored field names of the opencode message and part shapes.
+const PARENT_FIELD: &str = "parentID";
+
+/// True for file names the SQLite module should look at while walking folders.
+pub fn looks_like_db(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.ends_with(".db") && (name.starts_with("opencode") || name.starts_with("kilo"))
+}
+
+/// Opens a db file as a store. `Ok(None)` when the file is not of this format.
+pub fn open_file(p: &Path) -> Result<Option<Box<dyn super::Store>>> {
+    sqlite::open(p)
+}
+
+/// Opens a legacy `storage/` dir as a store. `Ok(None)` when `p` is not one.
+pub fn open_dir(p: &Path) -> Result<Option<Box<dyn super::Store>>> {
+    legacy::open(p)
+}
+
+fn u64_at(v: &Value, path: &[&str]) -> u64 {
+    let mut cur = v;
+    for k in path {
+        match cur.get(k) {
+            Some(x) => cur = x,
+            None => return 0,
+        }
+    }
+    cur.as_u64()
+        .or_else(|| cur.as_f64().map(|f| f.max(0.0) as u64))
+        .unwrap_or(0)
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Builds a [`Message`] from an opencode message info (`raw`, as stored: with or
+/// without `id`/`sessionID`). `time_created` is the stored column or `time.created`.
+/// Errors name the missing or mistyped field.
+fn parse_message(
+    id: &str,
+    raw: Value,
+    info_bytes: u64,
+    time_created: Option<i64>,
+) -> std::result::Result<Message, String> {
+    if !raw.is_object() {
+        return Err("expected a JSON object for the message info".into());
+    }
+    let role = match str_at(&raw, "role") {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        Some(other) => Role::Other(other.to_string()),
+        None => return Err("missing string field `role`".into()),
+    };
+    let time_created = match time_created.or_else(|| raw.pointer("/time/created").and_then(Value::as_i64)) {
+        Some(t) => t,
+        None => return Err("missing number field `time.created`".into()),
+    };
+    let tokens = raw.get("tokens");
+    let usage = match tokens {
+        Some(t) => Usage {
+            input: u64_at(t, &["input"]),
+            output: u64_at(t, &["output"]),
+            reasoning: u64_at(t, &["reasoning"]),
+            cache_read: u64_at(t, &["cache", "read"]),
+            cache_write: u64_at(t, &["cache", "write"]),
+            total: t.get("total").and_then(Value::as_u64),
+        },
+        None => Usage::default(),
+    };
+    let error = raw.get("error").filter(|e| !e.is_null()).map(|e| {
+        let data = e.get("data").cloned().unwrap_or(Value::Null);
+        StoredError {
+            name: str_at(e, "name").unwrap_or("UnknownError").to_string(),
+            status_code: data.get("statusCode").and_then(Value::as_u64).map(|c| c as u16),
+            message: str_at(&data, "message").unwrap_or("").to_string(),
+            response_body: str_at(&data, "responseBody").map(str::to_string),
+        }
+    });
+    let model = match (str_at(&raw, "providerID"), str_at(&raw, "modelID")) {
+        (Some(p), Some(m)) => Some(format!("{p}/{m}")),
+        _ => match (
+            raw.pointer("/model/providerID").and_then(Value::as_str),
+            raw.pointer("/model/modelID").and_then(Value::as_str),
+        ) {
+            (Some(p), Some(m)) => Some(format!("{p}/{m}")),
+            _ => None,
+        },
+    };
+    Ok(Message {
+        id: id.to_string(),
+        role,
+        parent_id: str_at(&raw, PARENT_FIELD).map(str::to_string),
+        time_created,
+        time_completed: raw.pointer("/time/completed").and_then(Value::as_i64),
+        summary: raw.get("summary").and_then(Value::as_bool).unwrap_or(false),
+        finish: str_at(&raw, "finish").map(str::to_string),
+        error,
+        usage,
+        model,
+        info_bytes,
+        parts: Vec::new(),
+        raw,
+    })
+}
+
+fn chars(s: &str) -> u64 {
+    s.chars().count() as u64
+}
+
+/// Placeholder opencode sends instead of a tool output marked compacted
+/// (`toModelMessages`, shared/formats/opencode-kilo.md section 7).
+const CLEARED_TOOL_OUTPUT: &str = "[Old tool result content cleared]";
+
+/// Builds a [`Part`] from an opencode part (`raw`, as stored).
+fn parse_part(
+    id: &str,
+    message_id: &str,
+    raw: Value,
+    payload_bytes: u64,
+) -> std::result::Result<Part, String> {
+    let kind_name = match str_at(&raw, "type") {
+        Some(t) => t.to_string(),
+        None => return Err("missing string field `type` in the part".into()),
+    };
+    let kind = match kind_name.as_str() {
+        "text" => PartKind::Text,
+        "reasoning" => PartKind::Reasoning,
+        "tool" => PartKind::Tool,
+        "file" => PartKind::File,
+        "compaction" => PartKind::Compaction,
+        "step-start" => PartKind::StepStart,
+        "step-finish" => PartKind::StepFinish,
+        "patch" => PartKind::Patch,
+        other => PartKind::Other(other.to_string()),
+    };
+    let mut media = Vec::new();
+    let mut tool = None;
+    let mut compaction = None;
+    let mut model_chars = 0;
+    match kind {
+        PartKind::Text => {
+            if !raw.get("ignored").and_then(Value::as_bool).unwrap_or(false) {
+                model_chars = chars(str_at(&raw, "text").unwrap_or(""));
+            }
+        }
+        PartKind::Reasoning => model_chars = chars(str_at(&raw, "text").unwrap_or("")),
+        PartKind::File => {
+            if let Some(m) = str_at(&raw, "url").and_then(|u| parse_data_url(u, str_at(&raw, "filename"))) {
+                media.push(m);
+            }
+        }
+        PartKind::Tool => {
+            let state = raw.get("state").cloned().unwrap_or(Value::Null);
+            let status = match str_at(&state, "status") {
+                Some("pending") => ToolStatus::Pending,
+                Some("running") => ToolStatus::Running,
+                Some("completed") => ToolStatus::Completed,
+                Some("error") => ToolStatus::Error,
+                Some(o) => ToolStatus::Other(o.to_string()),
+                None => ToolStatus::Other(String::new()),
+            };
+            let output = str_at(&state, "output").or_else(|| str_at(&state, "error")).unwrap_or("");
+            let cleared = state.pointer("/time/compacted").is_some_and(|v| !v.is_null());
+            let input_chars = state.get("input").map(|i| chars(&i.to_string())).unwrap_or(0);
+            model_chars = input_chars
+                + if cleared {
+                    chars(CLEARED_TOOL_OUTPUT)
+                } else {
+                    chars(output)
+                };
+            if let Some(atts) = state.get("attachments").and_then(Value::as_array) {
+                for a in atts {
+                    if let Some(m) = str_at(a, "url").and_then(|u| parse_data_url(u, str_at(a, "filename"))) {
+                        media.push(m);
+                    }
+                }
+            }
+            tool = Some(ToolCall {
+                name: str_at(&raw, "tool").unwrap_or("").to_string(),
+                call_id: str_at(&raw, "callID").unwrap_or("").to_string(),
+                status,
+                output_chars: chars(output),
+                output_cleared: cleared,
+            });
+        }
+        PartKind::Compaction => {
+            compaction = Some(CompactionMarker {
+                auto: raw.get("auto").and_then(Value::as_bool).unwrap_or(false),
+                overflow: raw.get("overflow").and_then(Value::as_bool).unwrap_or(false),
+                tail_start_id: str_at(&raw, "tail_start_id").map(str::to_string),
+            })
+        }
+        _ => {}
+    }
+    Ok(Part {
+        id: id.to_string(),
+        message_id: message_id.to_string(),
+        kind,
+        kind_name,
+        payload_bytes,
+        model_chars,
+        synthetic: raw.get("synthetic").and_then(Value::as_bool).unwrap_or(false),
+        media,
+        tool,
+        compaction,
+        raw,
+    })
+}
+
+/// Sorts messages chronologically (stored time, then ascending id) and
+/// attaches parts; parts whose message is missing become orphans.
+fn assemble(session: &mut Session, mut parts: Vec<Part>) {
+    session
+        .messages
+        .sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
+    parts.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut seen_parts = std::collections::HashSet::new();
+    for p in parts {
+        if !seen_parts.insert(p.id.clone()) {
+            session
+                .duplicate_ids
+                .push((p.id.clone(), format!("part of message {}", p.message_id)));
+        }
+        match session.messages.iter_mut().find(|m| m.id == p.message_id) {
+            Some(m) => m.parts.push(p),
+            None => session.orphan_parts.push(p),
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for m in &session.messages {
+        if !seen.insert(m.id.clone()) {
+            session.duplicate_ids.push((m.id.clone(), "message".into()));
+        }
+    }
+    session.visible = visible_view(&session.messages);
+}
+
+/// Applies a [`super::Change`] to a stored message info; returns the new JSON.
+fn apply_change(info: &mut Value, change: &super::Change) {
+    match change {
+        super::Change::SetParent { new, .. } => {
+            if let Some(o) = info.as_object_mut() {
+                o.insert(PARENT_FIELD.to_string(), Value::String(new.clone()));
+            }
+        }
+    }
+}
+
+fn describe(edit: &super::Edit) -> super::StoredChange {
+    match &edit.change {
+        super::Change::SetParent { old, new } => super::StoredChange {
+            session_id: edit.session_id.clone(),
+            message_id: edit.message_id.clone(),
+            field: PARENT_FIELD.into(),
+            old: old.clone().map(Value::String).unwrap_or(Value::Null),
+            new: Value::String(new.clone()),
+        },
+    }
+}

@@ -1,0 +1,18 @@
+//! session-doctor: load stored AI coding-agent sessions, measure them,
+//! diagnose known faults and write repaired copies. Originals are opened
+//! read-only and never written.
+//!
+//! Data flows one way: source ([`formats`]) -> [`model`] -> findings
+//! ([`diagnose`]) and treatments ([`treat`]) -> writer or [`report`].
+
+pub mod cli;
+mod commands;
+pub mod diagnose;
+pub mod exit_codes;
+pub mod formats;
+pub mod measure;
+pub mod model;
+pub mod report;
+pub mod treat;
+
+pub use commands::run;

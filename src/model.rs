@@ -1,0 +1,336 @@
+//! Format-neutral session model.
+//!
+//! A [`Session`] is what every storage format loads into: an ordered list of
+//! [`Message`]s, each with its [`Part`]s, plus what the loader could not read.
+//! Every message and part keeps its raw JSON (`raw`) so writers can put back
+//! unknown fields unchanged, and its stored size (`payload_bytes`) so reports
+//! can show exactly what sits on disk.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// Which agent wrote a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Agent {
+    /// opencode (SQLite `opencode.db`, or the legacy JSON `storage/` tree before 1.2.0).
+    Opencode,
+    /// Kilo CLI, the opencode fork (`kilo.db`).
+    Kilo,
+}
+
+impl Agent {
+    /// Stable lowercase name used in tables and JSON (`opencode`, `kilo`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Opencode => "opencode",
+            Agent::Kilo => "kilo",
+        }
+    }
+}
+
+/// Author of a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+    /// Any other stored role, kept verbatim.
+    Other(String),
+}
+
+impl Role {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Other(s) => s,
+        }
+    }
+}
+
+/// Token usage as the provider reported it and the agent stored it (tokens).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub reasoning: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    /// The agent's own stored total, when it stores one (opencode `tokens.total`).
+    #[serde(skip)]
+    pub total: Option<u64>,
+}
+
+impl Usage {
+    /// The count opencode compares with its overflow threshold:
+    /// `tokens.total`, else `input + output + cache.read + cache.write`
+    /// (opencode 1.18.33 `overflow` check, see shared/formats/opencode-kilo.md section 7).
+    pub fn overflow_count(&self) -> u64 {
+        match self.total {
+            Some(t) if t > 0 => t,
+            _ => self.input + self.output + self.cache_read + self.cache_write,
+        }
+    }
+
+    /// True when every figure is zero.
+    pub fn is_zero(&self) -> bool {
+        self.overflow_count() == 0 && self.reasoning == 0
+    }
+
+    /// Field-wise sum.
+    pub fn add(&mut self, o: &Usage) {
+        self.input += o.input;
+        self.output += o.output;
+        self.reasoning += o.reasoning;
+        self.cache_read += o.cache_read;
+        self.cache_write += o.cache_write;
+    }
+}
+
+/// A provider or agent error stored on a message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredError {
+    /// Error class name as stored (e.g. `APIError`, `ContextOverflowError`).
+    pub name: String,
+    /// HTTP status code when the agent stored one.
+    pub status_code: Option<u16>,
+    /// Human-readable message as stored (may be empty).
+    pub message: String,
+    /// Raw response body when stored.
+    pub response_body: Option<String>,
+}
+
+/// An inline media item (base64 data URL) found in a part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Media {
+    pub mime: String,
+    pub filename: Option<String>,
+    /// Decoded size in bytes (not the base64 length).
+    pub decoded_bytes: u64,
+    /// Length in bytes of the data URL as stored (base64 included).
+    pub encoded_bytes: u64,
+    /// Lowercase hex SHA-256 of the decoded bytes.
+    pub sha256: String,
+}
+
+/// Kind of a part, in the field's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartKind {
+    Text,
+    Reasoning,
+    /// A tool call with its result (opencode stores both in one part).
+    Tool,
+    /// A file or media attachment.
+    File,
+    /// A compaction request marker.
+    Compaction,
+    StepStart,
+    StepFinish,
+    Patch,
+    /// Any other stored type, kept verbatim.
+    Other(String),
+}
+
+/// Status of a tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolStatus {
+    Pending,
+    Running,
+    Completed,
+    Error,
+    Other(String),
+}
+
+/// Tool call facts of a [`PartKind::Tool`] part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub name: String,
+    pub call_id: String,
+    pub status: ToolStatus,
+    /// Characters of the tool output (or error text) as stored.
+    pub output_chars: u64,
+    /// The agent already replaced this output by a placeholder when building
+    /// requests (opencode `state.time.compacted`).
+    pub output_cleared: bool,
+}
+
+/// Compaction request facts of a [`PartKind::Compaction`] part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionMarker {
+    /// Automatic (overflow-triggered) rather than a manual `/compact`.
+    pub auto: bool,
+    /// Requested because a request overflowed (opencode `overflow: true`).
+    pub overflow: bool,
+    /// First message of the retained tail (opencode `tail_start_id`).
+    pub tail_start_id: Option<String>,
+}
+
+/// One stored part of a message.
+#[derive(Debug, Clone)]
+pub struct Part {
+    pub id: String,
+    pub message_id: String,
+    pub kind: PartKind,
+    /// Type name exactly as stored.
+    pub kind_name: String,
+    /// Bytes stored for this part (SQLite `part.data`, or the part file's size).
+    pub payload_bytes: u64,
+    /// Characters of what the agent sends the model for this part (media data excluded).
+    pub model_chars: u64,
+    pub synthetic: bool,
+    pub media: Vec<Media>,
+    pub tool: Option<ToolCall>,
+    pub compaction: Option<CompactionMarker>,
+    /// Raw stored JSON, every unknown field kept.
+    pub raw: Value,
+}
+
+/// One stored message.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub id: String,
+    pub role: Role,
+    pub parent_id: Option<String>,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub time_created: i64,
+    /// Completion time (ms) when stored.
+    pub time_completed: Option<i64>,
+    /// Assistant message that holds a compaction summary.
+    pub summary: bool,
+    /// Finish reason as stored (`stop`, `tool-calls`, ...), if any.
+    pub finish: Option<String>,
+    pub error: Option<StoredError>,
+    pub usage: Usage,
+    /// `provider/model` this message was sent to or written for.
+    pub model: Option<String>,
+    /// Bytes stored for the message row or file itself, parts excluded.
+    pub info_bytes: u64,
+    pub parts: Vec<Part>,
+    /// Raw stored JSON of the message info.
+    pub raw: Value,
+}
+
+impl Message {
+    /// The compaction marker when this is a compaction request message.
+    pub fn compaction(&self) -> Option<&CompactionMarker> {
+        self.parts.iter().find_map(|p| p.compaction.as_ref())
+    }
+
+    /// Bytes stored for the message and all its parts.
+    pub fn payload_bytes(&self) -> u64 {
+        self.info_bytes + self.parts.iter().map(|p| p.payload_bytes).sum::<u64>()
+    }
+
+    /// Decoded bytes of inline media in all parts.
+    pub fn media_bytes(&self) -> u64 {
+        self.parts
+            .iter()
+            .flat_map(|p| &p.media)
+            .map(|m| m.decoded_bytes)
+            .sum()
+    }
+
+    /// Number of inline media items in all parts.
+    pub fn media_count(&self) -> usize {
+        self.parts.iter().map(|p| p.media.len()).sum()
+    }
+
+    /// Estimated tokens the agent sends for this message (characters / 4, rounded,
+    /// as opencode's `Token.estimate`).
+    pub fn tokens_estimated(&self) -> u64 {
+        crate::measure::estimate_tokens(self.parts.iter().map(|p| p.model_chars).sum())
+    }
+
+    /// True for an assistant that finished (stored a finish reason and no error).
+    pub fn finished(&self) -> bool {
+        self.finish.is_some() && self.error.is_none()
+    }
+
+    /// True when any part is marked synthetic (written by the agent, not the user).
+    pub fn synthetic(&self) -> bool {
+        self.parts.iter().any(|p| p.synthetic)
+    }
+}
+
+/// Something a loader could not read: a row or file that is not valid JSON or
+/// lacks a required field. The rest of the store is still read.
+#[derive(Debug, Clone)]
+pub struct LoadProblem {
+    /// File path, plus `table` and row id for SQLite (e.g. `opencode.db: message row msg_x`).
+    pub location: String,
+    /// Message or part id concerned, when known.
+    pub id: Option<String>,
+    /// What was expected and what the parser said.
+    pub error: String,
+}
+
+/// A loaded session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub agent: Agent,
+    pub id: String,
+    pub title: Option<String>,
+    /// The store it came from (db file or `storage/` dir).
+    pub source: PathBuf,
+    /// Messages in stored chronological order: `(time_created, id)` ascending.
+    pub messages: Vec<Message>,
+    /// Parts whose message does not exist in the session.
+    pub orphan_parts: Vec<Part>,
+    /// Ids that were stored more than once (message or part ids), with a place each.
+    pub duplicate_ids: Vec<(String, String)>,
+    pub problems: Vec<LoadProblem>,
+    /// Indexes into `messages` of what the model sees on the next turn, in the
+    /// order the agent sends them (the agent's own compaction rule, computed by
+    /// the format module).
+    pub visible: Vec<usize>,
+}
+
+impl Session {
+    /// Index of a message by id.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.messages.iter().position(|m| m.id == id)
+    }
+
+    /// Sum of stored usage over all messages.
+    pub fn tokens_total(&self) -> Usage {
+        let mut u = Usage::default();
+        for m in &self.messages {
+            u.add(&m.usage);
+        }
+        u
+    }
+
+    /// Number of compaction requests.
+    pub fn compactions(&self) -> usize {
+        self.messages.iter().filter(|m| m.compaction().is_some()).count()
+    }
+
+    /// Last context size the provider reported (tokens): the overflow count of the
+    /// newest non-summary assistant with non-zero usage.
+    pub fn context_tokens(&self) -> Option<u64> {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant && !m.summary && !m.usage.is_zero())
+            .map(|m| m.usage.overflow_count())
+    }
+
+    /// Whether message `i` is in the model-visible view.
+    pub fn is_visible(&self, i: usize) -> bool {
+        self.visible.contains(&i)
+    }
+
+    pub fn payload_bytes(&self) -> u64 {
+        self.messages.iter().map(|m| m.payload_bytes()).sum::<u64>()
+            + self.orphan_parts.iter().map(|p| p.payload_bytes).sum::<u64>()
+    }
+
+    pub fn media_bytes(&self) -> u64 {
+        self.messages.iter().map(|m| m.media_bytes()).sum()
+    }
+
+    pub fn part_count(&self) -> usize {
+        self.messages.iter().map(|m| m.parts.len()).sum()
+    }
+}

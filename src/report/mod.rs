@@ -1,0 +1,130 @@
+//! Reports: the figures of each command as plain data, and one exporter per
+//! output format. The table is never the only place a number lives: every
+//! figure is a field of these structs, which the JSON exporter prints as is.
+
+mod json;
+mod table;
+
+use crate::diagnose::{Finding, SeverityCounts};
+use crate::formats::StoredChange;
+use crate::model::Usage;
+use serde::Serialize;
+
+pub use json::JsonExporter;
+pub use table::TableExporter;
+
+/// JSON schema version of every document.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `list`: one row per session.
+#[derive(Debug, Serialize)]
+pub struct ListRow {
+    pub agent: &'static str,
+    pub id: String,
+    pub title: Option<String>,
+    pub source: String,
+    pub messages: usize,
+    pub parts: usize,
+    /// Stored bytes of all messages and parts.
+    pub payload_bytes: u64,
+    /// Decoded bytes of inline media.
+    pub media_bytes: u64,
+    pub compactions: usize,
+    /// Last reported context size (tokens), if any assistant reported usage.
+    pub context_tokens: Option<u64>,
+    pub tokens_total: Usage,
+    pub findings: SeverityCounts,
+}
+
+/// `inspect`: one part of a message.
+#[derive(Debug, Serialize)]
+pub struct PartRow {
+    pub id: String,
+    pub message_id: String,
+    pub kind: String,
+    pub payload_bytes: u64,
+    pub media_bytes: u64,
+    pub media_count: usize,
+    pub tokens_estimated: u64,
+    pub synthetic: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_status: Option<String>,
+}
+
+/// `inspect`: one message.
+#[derive(Debug, Serialize)]
+pub struct MessageRow {
+    pub index: usize,
+    pub id: String,
+    pub role: String,
+    pub parent_id: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub time_created: i64,
+    pub payload_bytes: u64,
+    pub media_bytes: u64,
+    pub media_count: usize,
+    pub tokens_estimated: u64,
+    pub tokens_reported: Usage,
+    pub parts: Vec<PartRow>,
+    pub flags: Vec<&'static str>,
+}
+
+/// `inspect`: one session.
+#[derive(Debug, Serialize)]
+pub struct InspectSession {
+    pub agent: &'static str,
+    pub id: String,
+    pub source: String,
+    /// Messages the model sees on the next turn.
+    pub visible_messages: usize,
+    pub messages: Vec<MessageRow>,
+    /// The largest parts by stored bytes (`--top N`), largest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_parts: Option<Vec<PartRow>>,
+}
+
+/// `check`: one session.
+#[derive(Debug, Serialize)]
+pub struct CheckSession {
+    pub agent: &'static str,
+    pub id: String,
+    pub source: String,
+    pub findings: Vec<Finding>,
+}
+
+/// `repair`: one store copy.
+#[derive(Debug, Serialize)]
+pub struct CopyRow {
+    pub source: String,
+    /// Where the copy was (or, with `--dry-run`, would be) written.
+    pub dest: String,
+    pub changes: usize,
+    pub written: bool,
+}
+
+/// `repair`: everything that was changed.
+#[derive(Debug, Serialize)]
+pub struct RepairReport {
+    pub dry_run: bool,
+    pub changes: Vec<StoredChange>,
+    pub copies: Vec<CopyRow>,
+}
+
+/// One output format. Each method prints one whole document to stdout;
+/// `errors` are the stores or paths that could not be read.
+pub trait Exporter {
+    fn list(&self, rows: &[ListRow], errors: &[String]) -> String;
+    fn inspect(&self, sessions: &[InspectSession], errors: &[String]) -> String;
+    fn check(&self, sessions: &[CheckSession], errors: &[String]) -> String;
+    fn repair(&self, report: &RepairReport, errors: &[String]) -> String;
+}
+
+/// The exporter for `format`.
+pub fn exporter(format: crate::cli::Format) -> Box<dyn Exporter> {
+    match format {
+        crate::cli::Format::Table => Box::new(TableExporter::from_env()),
+        crate::cli::Format::Json => Box::new(JsonExporter),
+    }
+}

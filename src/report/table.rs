@@ -1,0 +1,217 @@
+//! Table exporter (comfy-table) for people. Colour only when stdout is a
+//! terminal and `NO_COLOR` is unset.
+
+use super::*;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Color, ContentArrangement, Table};
+use std::io::IsTerminal;
+
+pub struct TableExporter {
+    color: bool,
+}
+
+impl TableExporter {
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
+    pub fn from_env() -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        TableExporter {
+            color: !no_color && std::io::stdout().is_terminal(),
+        }
+    }
+
+    fn table(&self, header: &[&str]) -> Table {
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_header(header.iter().map(|h| Cell::new(*h)));
+        if !self.color {
+            t.force_no_tty();
+        } else {
+            t.enforce_styling();
+        }
+        // Wrap long cells at the terminal width, or at 200 columns when piped.
+        if t.width().is_none() {
+            t.set_width(200);
+        }
+        t
+    }
+
+    fn severity_cell(&self, s: crate::diagnose::Severity) -> Cell {
+        let c = Cell::new(s.as_str());
+        if !self.color {
+            return c;
+        }
+        match s {
+            crate::diagnose::Severity::Error => c.fg(Color::Red),
+            crate::diagnose::Severity::Warning => c.fg(Color::Yellow),
+            crate::diagnose::Severity::Info => c.fg(Color::Cyan),
+        }
+    }
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
+}
+
+fn errors_block(out: &mut String, errors: &[String]) {
+    for e in errors {
+        out.push_str(&format!("error: {e}\n"));
+    }
+}
+
+/// `ses_dfd1e065effeRy7N0IMCxzViNy` stays whole; ids are what people copy.
+fn time(ms: i64) -> String {
+    if ms < 0 {
+        return ms.to_string();
+    }
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+impl Exporter for TableExporter {
+    fn list(&self, rows: &[ListRow], errors: &[String]) -> String {
+        let mut t = self.table(&[
+            "agent", "session", "title", "msgs", "parts", "stored B", "media B", "compactions", "context tok",
+            "input", "output", "reasoning", "cache read", "cache write", "err", "warn", "info",
+        ]);
+        for r in rows {
+            t.add_row(vec![
+                r.agent.to_string(),
+                r.id.clone(),
+                r.title.clone().unwrap_or_default(),
+                r.messages.to_string(),
+                r.parts.to_string(),
+                r.payload_bytes.to_string(),
+                r.media_bytes.to_string(),
+                r.compactions.to_string(),
+                opt(r.context_tokens),
+                r.tokens_total.input.to_string(),
+                r.tokens_total.output.to_string(),
+                r.tokens_total.reasoning.to_string(),
+                r.tokens_total.cache_read.to_string(),
+                r.tokens_total.cache_write.to_string(),
+                r.findings.error.to_string(),
+                r.findings.warning.to_string(),
+                r.findings.info.to_string(),
+            ]);
+        }
+        let mut out = format!("{t}\n{} session(s)\n", rows.len());
+        errors_block(&mut out, errors);
+        out
+    }
+
+    fn inspect(&self, sessions: &[InspectSession], errors: &[String]) -> String {
+        let mut out = String::new();
+        for s in sessions {
+            out.push_str(&format!(
+                "{} session {} ({}): {} messages, {} visible to the model\n",
+                s.agent,
+                s.id,
+                s.source,
+                s.messages.len(),
+                s.visible_messages
+            ));
+            let mut t = self.table(&[
+                "#", "message", "role", "parent", "created (UTC)", "stored B", "media B (n)", "est tok",
+                "in/out/reas/cr/cw", "parts", "flags",
+            ]);
+            for m in &s.messages {
+                let u = &m.tokens_reported;
+                let mut kinds: Vec<(String, usize)> = Vec::new();
+                for p in &m.parts {
+                    match kinds.iter_mut().find(|(k, _)| *k == p.kind) {
+                        Some((_, n)) => *n += 1,
+                        None => kinds.push((p.kind.clone(), 1)),
+                    }
+                }
+                let kinds = kinds
+                    .iter()
+                    .map(|(k, n)| if *n > 1 { format!("{k}x{n}") } else { k.clone() })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                t.add_row(vec![
+                    m.index.to_string(),
+                    m.id.clone(),
+                    m.role.clone(),
+                    m.parent_id.clone().unwrap_or_else(|| "-".into()),
+                    time(m.time_created),
+                    m.payload_bytes.to_string(),
+                    format!("{} ({})", m.media_bytes, m.media_count),
+                    m.tokens_estimated.to_string(),
+                    format!("{}/{}/{}/{}/{}", u.input, u.output, u.reasoning, u.cache_read, u.cache_write),
+                    kinds,
+                    m.flags.join(" "),
+                ]);
+            }
+            out.push_str(&format!("{t}\n"));
+            if let Some(top) = &s.top_parts {
+                let mut t = self.table(&["part", "message", "kind", "stored B", "media B", "est tok", "tool"]);
+                for p in top {
+                    t.add_row(vec![
+                        p.id.clone(),
+                        p.message_id.clone(),
+                        p.kind.clone(),
+                        p.payload_bytes.to_string(),
+                        p.media_bytes.to_string(),
+                        p.tokens_estimated.to_string(),
+                        p.tool.clone().unwrap_or_default(),
+                    ]);
+                }
+                out.push_str(&format!("largest parts:\n{t}\n"));
+            }
+        }
+        errors_block(&mut out, errors);
+        out
+    }
+
+    fn check(&self, sessions: &[CheckSession], errors: &[String]) -> String {
+        let mut out = String::new();
+        let mut total = 0;
+        for s in sessions {
+            if s.findings.is_empty() {
+                out.push_str(&format!("{} {}: healthy\n", s.agent, s.id));
+                continue;
+            }
+            total += s.findings.len();
+            out.push_str(&format!("{} {} ({}):\n", s.agent, s.id, s.source));
+            let mut t = self.table(&["severity", "code", "message", "detail", "remedy"]);
+            for f in &s.findings {
+                t.add_row(vec![
+                    self.severity_cell(f.severity),
+                    Cell::new(f.code),
+                    Cell::new(f.message_id.clone().unwrap_or_else(|| "-".into())),
+                    Cell::new(&f.detail),
+                    Cell::new(&f.remedy),
+                ]);
+            }
+            out.push_str(&format!("{t}\n"));
+        }
+        out.push_str(&format!("{} session(s), {total} finding(s)\n", sessions.len()));
+        errors_block(&mut out, errors);
+        out
+    }
+
+    fn repair(&self, r: &RepairReport, errors: &[String]) -> String {
+        let mut out = String::new();
+        if r.changes.is_empty() {
+            out.push_str("no repairable findings\n");
+        } else {
+            let mut t = self.table(&["session", "message", "field", "old", "new"]);
+            for c in &r.changes {
+                t.add_row(vec![
+                    c.session_id.clone(),
+                    c.message_id.clone(),
+                    c.field.clone(),
+                    c.old.to_string(),
+                    c.new.to_string(),
+                ]);
+            }
+            out.push_str(&format!("{t}\n"));
+        }
+        for c in &r.copies {
+            let verb = if c.written { "wrote" } else { "would write" };
+            out.push_str(&format!("{verb} {} ({} change(s)) from {}\n", c.dest, c.changes, c.source));
+        }
+        errors_block(&mut out, errors);
+        out
+    }
+}

@@ -1,0 +1,4 @@
+//! Treatments turn findings into [`crate::formats::Edit`]s. They never write
+//! files: the format module applies edits to a copy.
+
+pub mod repair;
