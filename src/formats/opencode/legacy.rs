@@ -31,7 +31,7 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
         .map(|rd| {
             rd.filter_map(|e| e.ok())
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+                .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.is_dir())
                 .collect()
         })
         .unwrap_or_default();
@@ -171,6 +171,12 @@ impl Store for LegacyStore {
             } else if entry.file_type().is_file() {
                 std::fs::copy(entry.path(), &target)
                     .with_context(|| format!("{}: cannot copy", entry.path().display()))?;
+                // The copy is for the agent to use: writable even when the original is read-only.
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).ok();
+                }
             }
         }
         for e in edits {

@@ -274,6 +274,12 @@ impl Store for SqliteStore {
                 .ok();
             dst.close().map_err(|(_, e)| e)?;
         }
+        // A temp file is created 0600; the agent needs an ordinary writable db.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp_path, std::fs::Permissions::from_mode(0o644)).ok();
+        }
         tmp.persist(dest)
             .map_err(|e| anyhow!("{}: cannot rename into place: {}", dest.display(), e.error))?;
         Ok(())
