@@ -27,18 +27,24 @@ eval "$("$here/install_clients.sh")"   # sets OPENCODE_BIN, CCUSAGE_BIN
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-SETS=(plain tools compact image noprogress prune errors errors-compaction-fails kilo migrated)
+SETS=(plain tools compact image noprogress prune errors errors-compaction-fails kilo migrated legacy-1.1.65)
 for set in "${SETS[@]}"; do
   case "$set" in
     kilo) agent=kilo src="$REAL/kilo/kilo.db" ;;
     migrated) agent=opencode src="$REAL/migrated/opencode-1.18.33-upgraded.db" ;;
+    legacy-1.1.65) agent=opencode src="$REAL/legacy-1.1.65/storage" ;;
     *) agent=opencode src="$REAL/$set/opencode.db" ;;
   esac
   home="$work/$set/home"
   data="$home/.local/share"
-  copy="$data/$agent/$agent.db"
   mkdir -p "$data/$agent"
-  cp "$src" "$copy" && chmod u+w "$copy"
+  if [ -d "$src" ]; then   # legacy JSON tree: ccusage reads $OPENCODE_DATA_DIR/storage/message/**
+    copy="$data/$agent/storage"
+    cp -r "$src" "$copy" && chmod -R u+w "$copy"
+  else
+    copy="$data/$agent/$agent.db"
+    cp "$src" "$copy" && chmod u+w "$copy"
+  fi
   env HOME="$home" XDG_DATA_HOME="$data" XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache" \
     OPENCODE_DATA_DIR="$data/opencode" KILO_DATA_DIR="$data/kilo" NO_COLOR=1 \
     timeout 120 "$CCUSAGE_BIN" "$agent" session --offline --json >"$work/$set/ccusage.json" \

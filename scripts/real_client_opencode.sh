@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real-client check: the copies written by `session-doctor repair` must load in the real opencode.
 # Usage: scripts/real_client_opencode.sh [BIN]    (BIN default: target/debug/session-doctor)
-# Env: SD_FIXTURES (default fixtures/opencode), SD_OC_CASES (default "stale-parent compact"),
+# Env: SD_FIXTURES (default fixtures/opencode), SD_OC_CASES (default "stale-parent compact kilo image errors"),
 #      SD_CLIENTS (see install_clients.sh).
 #
 # Per case: repair fixtures/opencode/<case>/<db> --out <tmp> --format json; the out dir must hold
@@ -30,7 +30,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 BIN="$(realpath -m "${1:-$root/target/debug/session-doctor}")"
 FIX="$(realpath -m "${SD_FIXTURES:-$root/fixtures/opencode}")"
-read -r -a CASES <<<"${SD_OC_CASES:-stale-parent compact}"
+read -r -a CASES <<<"${SD_OC_CASES:-stale-parent compact kilo image errors}"
 eval "$("$here/install_clients.sh")"   # sets OPENCODE_BIN, CCUSAGE_BIN
 [ -x "$BIN" ] || { echo "FAIL: session-doctor binary not found: $BIN" >&2; exit 2; }
 

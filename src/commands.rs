@@ -114,7 +114,11 @@ fn load_or_fail(common: &Common, only: Option<&str>) -> Result<Workspace> {
 }
 
 fn describe_paths(paths: &[PathBuf]) -> String {
-    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn emit(s: String) -> Result<()> {
@@ -163,7 +167,10 @@ fn part_row(p: &crate::model::Part) -> PartRow {
         tokens_estimated: crate::measure::estimate_tokens(p.model_chars),
         synthetic: p.synthetic,
         tool: p.tool.as_ref().map(|t| t.name.clone()),
-        tool_status: p.tool.as_ref().map(|t| format!("{:?}", t.status).to_lowercase()),
+        tool_status: p
+            .tool
+            .as_ref()
+            .map(|t| format!("{:?}", t.status).to_lowercase()),
     }
 }
 
@@ -213,7 +220,8 @@ fn inspect(common: &Common, id: &str, top: Option<usize>) -> Result<ExitCode> {
                 })
                 .collect();
             let top_parts = top.map(|n| {
-                let mut all: Vec<&crate::model::Part> = s.messages.iter().flat_map(|m| &m.parts).collect();
+                let mut all: Vec<&crate::model::Part> =
+                    s.messages.iter().flat_map(|m| &m.parts).collect();
                 all.sort_by(|a, b| b.payload_bytes.cmp(&a.payload_bytes).then(a.id.cmp(&b.id)));
                 all.into_iter().take(n).map(part_row).collect()
             });
@@ -281,7 +289,9 @@ fn resolved(p: &Path) -> PathBuf {
 /// Deepest folder that holds every path in `dirs`.
 fn common_ancestor(dirs: &[PathBuf]) -> PathBuf {
     let mut it = dirs.iter();
-    let Some(first) = it.next() else { return PathBuf::new() };
+    let Some(first) = it.next() else {
+        return PathBuf::new();
+    };
     let mut acc = first.clone();
     for d in it {
         while !d.starts_with(&acc) {
@@ -347,14 +357,17 @@ fn repair(a: &crate::cli::RepairArgs) -> Result<ExitCode> {
         if dest.exists() && !a.force {
             bail!("{} exists; pass --force to replace it", dest.display());
         }
-        report.changes.extend(edits.iter().map(|e| store.describe(e)));
+        report
+            .changes
+            .extend(edits.iter().map(|e| store.describe(e)));
         plans.push((i, dest, edits));
     }
     for (i, dest, edits) in plans {
         let store = &ws.stores[i];
         if !a.dry_run {
             let parent = dest.parent().expect("dest is under --out");
-            std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create", parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("{}: cannot create", parent.display()))?;
             if dest.exists() {
                 if dest.is_dir() {
                     std::fs::remove_dir_all(&dest)
@@ -366,12 +379,17 @@ fn repair(a: &crate::cli::RepairArgs) -> Result<ExitCode> {
             for sfx in ["-wal", "-shm"] {
                 let sf = side(&dest, sfx);
                 if sf.exists() {
-                    std::fs::remove_file(&sf).with_context(|| format!("{}: cannot remove", sf.display()))?;
+                    std::fs::remove_file(&sf)
+                        .with_context(|| format!("{}: cannot remove", sf.display()))?;
                 }
             }
-            store
-                .write_copy(&dest, &edits)
-                .with_context(|| format!("{}: cannot write the copy {}", store.path().display(), dest.display()))?;
+            store.write_copy(&dest, &edits).with_context(|| {
+                format!(
+                    "{}: cannot write the copy {}",
+                    store.path().display(),
+                    dest.display()
+                )
+            })?;
         }
         report.copies.push(CopyRow {
             source: store.path().display().to_string(),

@@ -30,10 +30,17 @@ pub fn parse_data_url(url: &str, filename: Option<&str>) -> Option<Media> {
         .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(cleaned.as_bytes()));
     let (decoded_bytes, sha256) = match decoded {
         Ok(bytes) => (bytes.len() as u64, sha256_hex(&bytes)),
-        Err(_) => ((cleaned.len() as u64) * 3 / 4, sha256_hex(cleaned.as_bytes())),
+        Err(_) => (
+            (cleaned.len() as u64) * 3 / 4,
+            sha256_hex(cleaned.as_bytes()),
+        ),
     };
     Some(Media {
-        mime: if mime.is_empty() { "application/octet-stream".into() } else { mime },
+        mime: if mime.is_empty() {
+            "application/octet-stream".into()
+        } else {
+            mime
+        },
         filename: filename.map(str::to_string),
         decoded_bytes,
         encoded_bytes: url.len() as u64,

@@ -303,7 +303,10 @@ impl Session {
 
     /// Number of compaction requests.
     pub fn compactions(&self) -> usize {
-        self.messages.iter().filter(|m| m.compaction().is_some()).count()
+        self.messages
+            .iter()
+            .filter(|m| m.compaction().is_some())
+            .count()
     }
 
     /// Last context size the provider reported (tokens): the overflow count of the
@@ -323,7 +326,11 @@ impl Session {
 
     pub fn payload_bytes(&self) -> u64 {
         self.messages.iter().map(|m| m.payload_bytes()).sum::<u64>()
-            + self.orphan_parts.iter().map(|p| p.payload_bytes).sum::<u64>()
+            + self
+                .orphan_parts
+                .iter()
+                .map(|p| p.payload_bytes)
+                .sum::<u64>()
     }
 
     pub fn media_bytes(&self) -> u64 {

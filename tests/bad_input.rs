@@ -10,15 +10,22 @@ fn truncated_json_file_in_a_legacy_tree_is_unreadable_and_the_rest_is_read() {
     let t = tempfile::tempdir().unwrap();
     let data = t.path().join("legacy");
     copy_dir(&oc("legacy-1.1.65"), &data);
-    let part = data.join("storage/part/msg_202e5183c001cxCQ1pmRf0SZWd/prt_202e518ac00137j9FUAv8aTDVq.json");
+    let part = data
+        .join("storage/part/msg_202e5183c001cxCQ1pmRf0SZWd/prt_202e518ac00137j9FUAv8aTDVq.json");
     let bytes = std::fs::read(&part).unwrap();
     std::fs::write(&part, &bytes[..bytes.len() / 2]).unwrap();
 
     let doc = json(&["check", "--format", "json", data.to_str().unwrap()]);
     let u = with_code(&doc, "unreadable");
     assert_eq!(u.len(), 1, "{doc:#}");
-    assert!(u[0]["location"].as_str().unwrap().ends_with("prt_202e518ac00137j9FUAv8aTDVq.json"));
-    assert!(u[0]["error"].as_str().unwrap().contains("invalid JSON"), "{u:?}");
+    assert!(u[0]["location"]
+        .as_str()
+        .unwrap()
+        .ends_with("prt_202e518ac00137j9FUAv8aTDVq.json"));
+    assert!(
+        u[0]["error"].as_str().unwrap().contains("invalid JSON"),
+        "{u:?}"
+    );
     let list = json(&["list", "--format", "json", data.to_str().unwrap()]);
     assert_eq!(list["sessions"][0]["messages"], 26);
     assert_eq!(list["sessions"][0]["parts"], 56);
@@ -34,21 +41,39 @@ fn bad_sqlite_row_names_table_and_row() {
     let id: String = c
         .query_row("SELECT id FROM part ORDER BY id LIMIT 1", [], |r| r.get(0))
         .unwrap();
-    c.execute("UPDATE part SET data = '{\"type\": \"text\", \"text\": ' WHERE id = ?1", [&id])
-        .unwrap();
+    c.execute(
+        "UPDATE part SET data = '{\"type\": \"text\", \"text\": ' WHERE id = ?1",
+        [&id],
+    )
+    .unwrap();
     let mid: String = c
-        .query_row("SELECT id FROM message ORDER BY id LIMIT 1", [], |r| r.get(0))
+        .query_row("SELECT id FROM message ORDER BY id LIMIT 1", [], |r| {
+            r.get(0)
+        })
         .unwrap();
-    c.execute("UPDATE message SET data = '{\"time\":{\"created\":1}}' WHERE id = ?1", [&mid])
-        .unwrap();
+    c.execute(
+        "UPDATE message SET data = '{\"time\":{\"created\":1}}' WHERE id = ?1",
+        [&mid],
+    )
+    .unwrap();
     drop(c);
     let doc = json(&["check", "--format", "json", db.to_str().unwrap()]);
     let u = with_code(&doc, "unreadable");
     assert_eq!(u.len(), 2, "{doc:#}");
     let locs: Vec<&str> = u.iter().map(|f| f["location"].as_str().unwrap()).collect();
-    assert!(locs.iter().any(|l| l.ends_with(&format!("part row {id}"))), "{locs:?}");
-    assert!(locs.iter().any(|l| l.ends_with(&format!("message row {mid}"))), "{locs:?}");
-    assert!(u.iter().any(|f| f["error"].as_str().unwrap().contains("missing string field `role`")));
+    assert!(
+        locs.iter().any(|l| l.ends_with(&format!("part row {id}"))),
+        "{locs:?}"
+    );
+    assert!(
+        locs.iter()
+            .any(|l| l.ends_with(&format!("message row {mid}"))),
+        "{locs:?}"
+    );
+    assert!(u.iter().any(|f| f["error"]
+        .as_str()
+        .unwrap()
+        .contains("missing string field `role`")));
 }
 
 #[test]
@@ -64,11 +89,21 @@ fn a_db_that_is_not_sqlite_is_named_and_exit_2_only_when_nothing_was_read() {
         .code(2)
         .stderr(contains("opencode.db: not a SQLite database"));
     // With a good store beside it, the good one is read and the bad one reported.
-    let out = bin().arg("list").arg("--format").arg("json").arg(&bad).arg(oc("plain")).output().unwrap();
+    let out = bin()
+        .arg("list")
+        .arg("--format")
+        .arg("json")
+        .arg(&bad)
+        .arg(oc("plain"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["sessions"].as_array().unwrap().len(), 1);
-    assert!(doc["errors"][0].as_str().unwrap().contains("not a SQLite database"));
+    assert!(doc["errors"][0]
+        .as_str()
+        .unwrap()
+        .contains("not a SQLite database"));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a SQLite database"));
 }
 
@@ -80,13 +115,17 @@ fn an_unreadable_file_is_named() {
     // A message "file" that cannot be read as a file (a folder with a .json name).
     let m = data.join("storage/message/ses_dfd1ae85effe5u4syGjAIhhhc2/msg_zzz.json");
     std::fs::create_dir_all(&m).unwrap();
-    let f = data.join("storage/message/ses_dfd1ae85effe5u4syGjAIhhhc2/msg_202e517d0001p4nbzxarLVQJ8N.json");
+    let f = data
+        .join("storage/message/ses_dfd1ae85effe5u4syGjAIhhhc2/msg_202e517d0001p4nbzxarLVQJ8N.json");
     std::fs::remove_file(&f).unwrap();
     std::os::unix::fs::symlink(t.path().join("missing-target"), &f).unwrap();
     let doc = json(&["check", "--format", "json", data.to_str().unwrap()]);
     let u = with_code(&doc, "unreadable");
     assert_eq!(u.len(), 1, "{doc:#}");
-    assert!(u[0]["location"].as_str().unwrap().ends_with("msg_202e517d0001p4nbzxarLVQJ8N.json"));
+    assert!(u[0]["location"]
+        .as_str()
+        .unwrap()
+        .ends_with("msg_202e517d0001p4nbzxarLVQJ8N.json"));
     assert!(u[0]["error"].as_str().unwrap().contains("cannot read"));
 }
 

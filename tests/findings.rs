@@ -18,7 +18,10 @@ fn noprogress_reports_compaction_loop_with_6_compactions_and_5_stalls() {
     assert_eq!(f[0]["severity"], "error");
     assert_eq!(f[0]["compactions"], 6);
     assert_eq!(f[0]["stalls"], 5);
-    assert_eq!(f[0]["tokens"], serde_json::json!([7612, 7612, 7612, 7612, 7612, 7612]));
+    assert_eq!(
+        f[0]["tokens"],
+        serde_json::json!([7612, 7612, 7612, 7612, 7612, 7612])
+    );
 }
 
 #[test]
@@ -50,7 +53,14 @@ fn plain_has_nothing_at_warning_or_above() {
 
 #[test]
 fn healthy_data_sets_have_no_findings() {
-    for name in ["tools", "prune", "errors", "kilo", "legacy-1.1.65", "migrated"] {
+    for name in [
+        "tools",
+        "prune",
+        "errors",
+        "kilo",
+        "legacy-1.1.65",
+        "migrated",
+    ] {
         let doc = check(name);
         assert!(findings(&doc).is_empty(), "{name}: {doc:#}");
     }
@@ -61,7 +71,9 @@ fn failed_compaction_summaries_are_reported() {
     let doc = check("errors-compaction-fails");
     let f = with_code(&doc, "compaction-failed");
     assert_eq!(f.len(), 2, "{doc:#}");
-    assert!(f.iter().all(|f| f["error_name"] == "APIError" && f["severity"] == "warning"));
+    assert!(f
+        .iter()
+        .all(|f| f["error_name"] == "APIError" && f["severity"] == "warning"));
 }
 
 #[test]
@@ -71,15 +83,30 @@ fn derived_stale_parent_is_detected_with_the_suggested_parent() {
     assert_eq!(f.len(), 1, "{doc:#}");
     assert_eq!(f[0]["message_id"], "msg_202e0ffd60017nVpisxzgn4gh3");
     assert_eq!(f[0]["parent_id"], "msg_202e0f46a001umhV6p1DrAd6Bn");
-    assert_eq!(f[0]["suggested_parent_id"], "msg_202e0ffc2001SCq7P2qczABGAs");
+    assert_eq!(
+        f[0]["suggested_parent_id"],
+        "msg_202e0ffc2001SCq7P2qczABGAs"
+    );
     assert_eq!(f[0]["compaction_id"], "msg_202e0fea2001jFjxDrjY1XLdn1");
 }
 
 #[test]
 fn check_exit_codes_follow_fail_on() {
     bin().args(["check"]).arg(oc("noprogress")).assert().code(1);
-    bin().args(["check", "--fail-on", "never"]).arg(oc("noprogress")).assert().code(0);
+    bin()
+        .args(["check", "--fail-on", "never"])
+        .arg(oc("noprogress"))
+        .assert()
+        .code(0);
     bin().args(["check"]).arg(oc("image")).assert().code(0);
-    bin().args(["check", "--fail-on", "warning"]).arg(oc("image")).assert().code(1);
-    bin().args(["check", "--fail-on", "bogus"]).arg(oc("image")).assert().code(2);
+    bin()
+        .args(["check", "--fail-on", "warning"])
+        .arg(oc("image"))
+        .assert()
+        .code(1);
+    bin()
+        .args(["check", "--fail-on", "bogus"])
+        .arg(oc("image"))
+        .assert()
+        .code(2);
 }

@@ -14,11 +14,35 @@ fn commands(input: &Path, session: &str, out: &Path) -> Vec<Vec<String>> {
     vec![
         vec!["list".into(), i.clone()],
         vec!["list".into(), "--format".into(), "json".into(), i.clone()],
-        vec!["inspect".into(), "--session".into(), s.clone(), "--top".into(), "3".into(), i.clone()],
+        vec![
+            "inspect".into(),
+            "--session".into(),
+            s.clone(),
+            "--top".into(),
+            "3".into(),
+            i.clone(),
+        ],
         vec!["check".into(), "--format".into(), "json".into(), i.clone()],
-        vec!["repair".into(), i.clone(), "--out".into(), format!("{o}/dry"), "--dry-run".into()],
-        vec!["repair".into(), i.clone(), "--out".into(), format!("{o}/copy")],
-        vec!["repair".into(), i, "--out".into(), format!("{o}/copy"), "--force".into()],
+        vec![
+            "repair".into(),
+            i.clone(),
+            "--out".into(),
+            format!("{o}/dry"),
+            "--dry-run".into(),
+        ],
+        vec![
+            "repair".into(),
+            i.clone(),
+            "--out".into(),
+            format!("{o}/copy"),
+        ],
+        vec![
+            "repair".into(),
+            i,
+            "--out".into(),
+            format!("{o}/copy"),
+            "--force".into(),
+        ],
     ]
 }
 
@@ -33,7 +57,12 @@ fn assert_untouched(input_dir: &Path, input: &Path, session: &str) {
             String::from_utf8_lossy(&o.stderr)
         );
         let after = snapshot(input_dir);
-        assert_eq!(before, after, "{args:?} changed or created files in {}", input_dir.display());
+        assert_eq!(
+            before,
+            after,
+            "{args:?} changed or created files in {}",
+            input_dir.display()
+        );
     }
 }
 
@@ -41,7 +70,11 @@ fn assert_untouched(input_dir: &Path, input: &Path, session: &str) {
 fn sqlite_without_wal_is_untouched_by_every_command() {
     let dir = oc("stale-parent");
     assert!(!dir.join("opencode.db-wal").exists());
-    assert_untouched(&dir, &dir.join("opencode.db"), "ses_dfd1f60b1ffeUVxzisfNz0d8YX");
+    assert_untouched(
+        &dir,
+        &dir.join("opencode.db"),
+        "ses_dfd1f60b1ffeUVxzisfNz0d8YX",
+    );
     let kilo = oc("kilo");
     assert_untouched(&kilo, &kilo, "ses_dfd1699dfffeTGRV3habI8PCDk");
 }
@@ -60,9 +93,12 @@ fn db_with_wal(dst: &Path) {
     let db = work.path().join("opencode.db");
     std::fs::copy(oc("plain").join("opencode.db"), &db).unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(())).unwrap();
-    conn.execute_batch("PRAGMA wal_autocheckpoint=0; UPDATE session SET title='title only in the wal';")
+    conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
         .unwrap();
+    conn.execute_batch(
+        "PRAGMA wal_autocheckpoint=0; UPDATE session SET title='title only in the wal';",
+    )
+    .unwrap();
     std::fs::create_dir_all(dst).unwrap();
     for f in ["opencode.db", "opencode.db-wal", "opencode.db-shm"] {
         std::fs::copy(work.path().join(f), dst.join(f)).unwrap();
@@ -78,11 +114,24 @@ fn sqlite_with_wal_is_read_through_a_private_copy_and_untouched() {
     assert!(dir.join("opencode.db-wal").metadata().unwrap().len() > 0);
     // The wal's rows are read: the title exists only there.
     let doc = json(&["list", "--format", "json", dir.to_str().unwrap()]);
-    assert_eq!(doc["sessions"][0]["title"], "title only in the wal", "{doc:#}");
-    assert_untouched(&dir, &dir.join("opencode.db"), "ses_dfd222799ffeZaEGZwxSj0AU0r");
+    assert_eq!(
+        doc["sessions"][0]["title"], "title only in the wal",
+        "{doc:#}"
+    );
+    assert_untouched(
+        &dir,
+        &dir.join("opencode.db"),
+        "ses_dfd222799ffeZaEGZwxSj0AU0r",
+    );
     // The copy holds the wal's rows too, folded into one file.
     let out = tempfile::tempdir().unwrap();
-    bin().arg("repair").arg(&dir).arg("--out").arg(out.path()).assert().success();
+    bin()
+        .arg("repair")
+        .arg(&dir)
+        .arg("--out")
+        .arg(out.path())
+        .assert()
+        .success();
     assert!(!out.path().join("opencode.db-wal").exists());
     let doc = json(&["list", "--format", "json", out.path().to_str().unwrap()]);
     assert_eq!(doc["sessions"][0]["title"], "title only in the wal");

@@ -105,7 +105,13 @@ fn refuses_out_inside_the_source_and_existing_copies_without_force() {
     assert_eq!(before, snapshot(t.path()));
 
     let out = t.path().join("out");
-    bin().arg("repair").arg(&src).arg("--out").arg(&out).assert().success();
+    bin()
+        .arg("repair")
+        .arg(&src)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
     let first = snapshot(&out);
     bin()
         .arg("repair")
@@ -115,8 +121,18 @@ fn refuses_out_inside_the_source_and_existing_copies_without_force() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("--force"));
-    bin().arg("repair").arg(&src).arg("--out").arg(&out).arg("--force").assert().success();
-    assert_eq!(first.keys().collect::<Vec<_>>(), snapshot(&out).keys().collect::<Vec<_>>());
+    bin()
+        .arg("repair")
+        .arg(&src)
+        .arg("--out")
+        .arg(&out)
+        .arg("--force")
+        .assert()
+        .success();
+    assert_eq!(
+        first.keys().collect::<Vec<_>>(),
+        snapshot(&out).keys().collect::<Vec<_>>()
+    );
     // No temp files are left behind.
     assert!(std::fs::read_dir(&out).unwrap().all(|e| !e
         .unwrap()
@@ -133,7 +149,8 @@ fn legacy_tree_stale_and_dangling_parents_are_repaired_in_the_copy() {
     let msgs = data.join("storage/message/ses_dfd1ae85effe5u4syGjAIhhhc2");
     // Dangle one assistant's parent (derived in the test from the real tree).
     let victim = msgs.join("msg_202e5183c001cxCQ1pmRf0SZWd.json");
-    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&victim).unwrap()).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&victim).unwrap()).unwrap();
     let real_parent = v["parentID"].as_str().unwrap().to_string();
     v["parentID"] = "msg_doesnotexist".into();
     std::fs::write(&victim, serde_json::to_string_pretty(&v).unwrap()).unwrap();
@@ -157,8 +174,10 @@ fn legacy_tree_stale_and_dangling_parents_are_repaired_in_the_copy() {
     assert_eq!(doc["changes"][0]["new"], real_parent.as_str(), "{doc:#}");
     let copy = out.join("storage");
     let fixed: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(copy.join("message/ses_dfd1ae85effe5u4syGjAIhhhc2/msg_202e5183c001cxCQ1pmRf0SZWd.json"))
-            .unwrap(),
+        &std::fs::read(
+            copy.join("message/ses_dfd1ae85effe5u4syGjAIhhhc2/msg_202e5183c001cxCQ1pmRf0SZWd.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(fixed["parentID"], real_parent.as_str());
@@ -166,9 +185,20 @@ fn legacy_tree_stale_and_dangling_parents_are_repaired_in_the_copy() {
     let a = snapshot(&data.join("storage"));
     let b = snapshot(&copy);
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
-    let differing: Vec<_> = a.iter().filter(|(k, v)| b[*k] != **v).map(|(k, _)| k).collect();
-    assert_eq!(differing, vec!["message/ses_dfd1ae85effe5u4syGjAIhhhc2/msg_202e5183c001cxCQ1pmRf0SZWd.json"]);
-    bin().args(["check", "--fail-on", "error"]).arg(&copy).assert().code(0);
+    let differing: Vec<_> = a
+        .iter()
+        .filter(|(k, v)| b[*k] != **v)
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(
+        differing,
+        vec!["message/ses_dfd1ae85effe5u4syGjAIhhhc2/msg_202e5183c001cxCQ1pmRf0SZWd.json"]
+    );
+    bin()
+        .args(["check", "--fail-on", "error"])
+        .arg(&copy)
+        .assert()
+        .code(0);
 }
 
 #[test]

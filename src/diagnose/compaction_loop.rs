@@ -37,7 +37,9 @@ pub fn chains(s: &Session) -> Vec<Chain> {
     let mut out: Vec<Chain> = Vec::new();
     let mut cur: Option<Chain> = None;
     for (c, m) in s.messages.iter().enumerate() {
-        let Some(marker) = m.compaction() else { continue };
+        let Some(marker) = m.compaction() else {
+            continue;
+        };
         if !marker.auto {
             out.extend(cur.take());
             continue;

@@ -17,7 +17,11 @@ pub fn dangling(s: &Session) -> Vec<usize> {
     s.messages
         .iter()
         .enumerate()
-        .filter(|(_, m)| m.parent_id.as_deref().is_some_and(|p| s.index_of(p).is_none()))
+        .filter(|(_, m)| {
+            m.parent_id
+                .as_deref()
+                .is_some_and(|p| s.index_of(p).is_none())
+        })
         .map(|(i, _)| i)
         .collect()
 }
@@ -32,7 +36,10 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 "dangling-parent",
                 Severity::Error,
                 Some(&m.id),
-                format!("message {} names parent {pid}, which is not a message of this session", m.id),
+                format!(
+                    "message {} names parent {pid}, which is not a message of this session",
+                    m.id
+                ),
                 "run `session-doctor repair` to re-parent it to the newest earlier user message",
             )
             .with("parent_id", pid);

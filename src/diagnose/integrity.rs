@@ -13,7 +13,10 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 "orphan-part",
                 Severity::Error,
                 Some(&p.message_id),
-                format!("part {} ({}) belongs to message {}, which does not exist", p.id, p.kind_name, p.message_id),
+                format!(
+                    "part {} ({}) belongs to message {}, which does not exist",
+                    p.id, p.kind_name, p.message_id
+                ),
                 "the agent ignores it; remove it from a copy or restore its message from a backup",
             )
             .with("part_id", p.id.clone())

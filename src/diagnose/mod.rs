@@ -50,7 +50,13 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn new(code: &'static str, severity: Severity, message_id: Option<&str>, detail: String, remedy: &str) -> Self {
+    fn new(
+        code: &'static str,
+        severity: Severity,
+        message_id: Option<&str>,
+        detail: String,
+        remedy: &str,
+    ) -> Self {
         Finding {
             code,
             severity,

@@ -28,14 +28,19 @@ pub fn stale_parents(s: &Session) -> Vec<StaleParent> {
             last_compaction = Some(a);
             continue;
         }
-        let (Some(c), Role::Assistant, Some(pid)) = (last_compaction, &m.role, m.parent_id.as_deref()) else {
+        let (Some(c), Role::Assistant, Some(pid)) =
+            (last_compaction, &m.role, m.parent_id.as_deref())
+        else {
             continue;
         };
         let Some(p) = s.index_of(pid) else { continue };
         if p >= c || s.messages[p].role != Role::User {
             continue;
         }
-        let suggested = (c..a).rev().find(|&i| s.messages[i].role == Role::User).unwrap_or(c);
+        let suggested = (c..a)
+            .rev()
+            .find(|&i| s.messages[i].role == Role::User)
+            .unwrap_or(c);
         out.push(StaleParent {
             index: a,
             parent_id: pid.to_string(),

@@ -23,10 +23,7 @@ pub struct Edit {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// Point the message's parent at another message.
-    SetParent {
-        old: Option<String>,
-        new: String,
-    },
+    SetParent { old: Option<String>, new: String },
 }
 
 /// A change as it is stored: the stored field name with old and new values.

@@ -2,7 +2,9 @@
 //! terminal and `NO_COLOR` is unset.
 
 use super::*;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Color, ContentArrangement, Table};
+use comfy_table::{
+    presets::UTF8_FULL_CONDENSED, Cell, Color, ColumnConstraint, ContentArrangement, Table,
+};
 use std::io::IsTerminal;
 
 pub struct TableExporter {
@@ -21,16 +23,12 @@ impl TableExporter {
     fn table(&self, header: &[&str]) -> Table {
         let mut t = Table::new();
         t.load_preset(UTF8_FULL_CONDENSED)
-            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_content_arrangement(ContentArrangement::Disabled)
             .set_header(header.iter().map(|h| Cell::new(*h)));
         if !self.color {
             t.force_no_tty();
         } else {
             t.enforce_styling();
-        }
-        // Wrap long cells at the terminal width, or at 200 columns when piped.
-        if t.width().is_none() {
-            t.set_width(200);
         }
         t
     }
@@ -70,8 +68,24 @@ fn time(ms: i64) -> String {
 impl Exporter for TableExporter {
     fn list(&self, rows: &[ListRow], errors: &[String]) -> String {
         let mut t = self.table(&[
-            "agent", "session", "title", "msgs", "parts", "stored B", "media B", "compactions", "context tok",
-            "input", "output", "reasoning", "cache read", "cache write", "err", "warn", "info",
+            "agent",
+            "session",
+            "title",
+            "msgs",
+            "parts",
+            "stored B",
+            "media B",
+            "compactions",
+            "context tok",
+            "input",
+            "output",
+            "reasoning",
+            "cache read",
+            "cache write",
+            "err",
+            "warn",
+            "info",
+            "source",
         ]);
         for r in rows {
             t.add_row(vec![
@@ -92,6 +106,7 @@ impl Exporter for TableExporter {
                 r.findings.error.to_string(),
                 r.findings.warning.to_string(),
                 r.findings.info.to_string(),
+                r.source.clone(),
             ]);
         }
         let mut out = format!("{t}\n{} session(s)\n", rows.len());
@@ -111,8 +126,17 @@ impl Exporter for TableExporter {
                 s.visible_messages
             ));
             let mut t = self.table(&[
-                "#", "message", "role", "parent", "created (UTC)", "stored B", "media B (n)", "est tok",
-                "in/out/reas/cr/cw", "parts", "flags",
+                "#",
+                "message",
+                "role",
+                "parent",
+                "created (UTC)",
+                "stored B",
+                "media B (n)",
+                "est tok",
+                "in/out/reas/cr/cw",
+                "parts",
+                "flags",
             ]);
             for m in &s.messages {
                 let u = &m.tokens_reported;
@@ -125,7 +149,13 @@ impl Exporter for TableExporter {
                 }
                 let kinds = kinds
                     .iter()
-                    .map(|(k, n)| if *n > 1 { format!("{k}x{n}") } else { k.clone() })
+                    .map(|(k, n)| {
+                        if *n > 1 {
+                            format!("{k}x{n}")
+                        } else {
+                            k.clone()
+                        }
+                    })
                     .collect::<Vec<_>>()
                     .join(" ");
                 t.add_row(vec![
@@ -137,14 +167,19 @@ impl Exporter for TableExporter {
                     m.payload_bytes.to_string(),
                     format!("{} ({})", m.media_bytes, m.media_count),
                     m.tokens_estimated.to_string(),
-                    format!("{}/{}/{}/{}/{}", u.input, u.output, u.reasoning, u.cache_read, u.cache_write),
+                    format!(
+                        "{}/{}/{}/{}/{}",
+                        u.input, u.output, u.reasoning, u.cache_read, u.cache_write
+                    ),
                     kinds,
                     m.flags.join(" "),
                 ]);
             }
             out.push_str(&format!("{t}\n"));
             if let Some(top) = &s.top_parts {
-                let mut t = self.table(&["part", "message", "kind", "stored B", "media B", "est tok", "tool"]);
+                let mut t = self.table(&[
+                    "part", "message", "kind", "stored B", "media B", "est tok", "tool",
+                ]);
                 for p in top {
                     t.add_row(vec![
                         p.id.clone(),
@@ -174,6 +209,16 @@ impl Exporter for TableExporter {
             total += s.findings.len();
             out.push_str(&format!("{} {} ({}):\n", s.agent, s.id, s.source));
             let mut t = self.table(&["severity", "code", "message", "detail", "remedy"]);
+            // Ids stay whole; detail and remedy wrap at the terminal width (200 columns when piped).
+            t.set_content_arrangement(ContentArrangement::Dynamic);
+            if t.width().is_none() {
+                t.set_width(200);
+            }
+            for i in 0..3 {
+                if let Some(c) = t.column_mut(i) {
+                    c.set_constraint(ColumnConstraint::ContentWidth);
+                }
+            }
             for f in &s.findings {
                 t.add_row(vec![
                     self.severity_cell(f.severity),
@@ -185,7 +230,10 @@ impl Exporter for TableExporter {
             }
             out.push_str(&format!("{t}\n"));
         }
-        out.push_str(&format!("{} session(s), {total} finding(s)\n", sessions.len()));
+        out.push_str(&format!(
+            "{} session(s), {total} finding(s)\n",
+            sessions.len()
+        ));
         errors_block(&mut out, errors);
         out
     }
@@ -209,7 +257,10 @@ impl Exporter for TableExporter {
         }
         for c in &r.copies {
             let verb = if c.written { "wrote" } else { "would write" };
-            out.push_str(&format!("{verb} {} ({} change(s)) from {}\n", c.dest, c.changes, c.source));
+            out.push_str(&format!(
+                "{verb} {} ({} change(s)) from {}\n",
+                c.dest, c.changes, c.source
+            ));
         }
         errors_block(&mut out, errors);
         out

@@ -24,7 +24,9 @@ pub fn plan(s: &Session) -> Vec<Edit> {
         ));
     }
     for (i, m) in s.messages.iter().enumerate() {
-        let Some(pid) = m.parent_id.as_deref() else { continue };
+        let Some(pid) = m.parent_id.as_deref() else {
+            continue;
+        };
         if s.index_of(pid).is_some() {
             continue;
         }

@@ -83,5 +83,8 @@ pub fn findings(doc: &serde_json::Value) -> Vec<serde_json::Value> {
 
 /// Findings with `code`.
 pub fn with_code(doc: &serde_json::Value, code: &str) -> Vec<serde_json::Value> {
-    findings(doc).into_iter().filter(|f| f["code"] == code).collect()
+    findings(doc)
+        .into_iter()
+        .filter(|f| f["code"] == code)
+        .collect()
 }

@@ -17,13 +17,17 @@ pub struct LegacyStore {
 /// `Ok(Some)` when `p` is a `storage/` dir with `session/` and `message/` in it.
 pub fn open(p: &Path) -> Result<Option<Box<dyn Store>>> {
     if p.join("session").is_dir() && p.join("message").is_dir() {
-        return Ok(Some(Box::new(LegacyStore { path: p.to_path_buf() })));
+        return Ok(Some(Box::new(LegacyStore {
+            path: p.to_path_buf(),
+        })));
     }
     Ok(None)
 }
 
 fn stem(p: &Path) -> String {
-    p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn json_files(dir: &Path) -> Vec<PathBuf> {
@@ -183,13 +187,15 @@ impl Store for LegacyStore {
             let src = self.message_path(&e.session_id, &e.message_id);
             let rel = src.strip_prefix(&self.path)?;
             let target = tmp.path().join(rel);
-            let (mut v, _) = read_json(&target).map_err(|err| anyhow!("{}: {err}", src.display()))?;
+            let (mut v, _) =
+                read_json(&target).map_err(|err| anyhow!("{}: {err}", src.display()))?;
             super::apply_change(&mut v, &e.change);
             std::fs::write(&target, serde_json::to_string_pretty(&v)?)
                 .with_context(|| format!("{}: cannot write", target.display()))?;
         }
         let tmp = tmp.keep();
-        std::fs::rename(&tmp, dest).with_context(|| format!("{}: cannot rename into place", dest.display()))?;
+        std::fs::rename(&tmp, dest)
+            .with_context(|| format!("{}: cannot rename into place", dest.display()))?;
         Ok(())
     }
 }

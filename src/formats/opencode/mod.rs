@@ -68,10 +68,11 @@ fn parse_message(
         Some(other) => Role::Other(other.to_string()),
         None => return Err("missing string field `role`".into()),
     };
-    let time_created = match time_created.or_else(|| raw.pointer("/time/created").and_then(Value::as_i64)) {
-        Some(t) => t,
-        None => return Err("missing number field `time.created`".into()),
-    };
+    let time_created =
+        match time_created.or_else(|| raw.pointer("/time/created").and_then(Value::as_i64)) {
+            Some(t) => t,
+            None => return Err("missing number field `time.created`".into()),
+        };
     let tokens = raw.get("tokens");
     let usage = match tokens {
         Some(t) => Usage {
@@ -88,7 +89,10 @@ fn parse_message(
         let data = e.get("data").cloned().unwrap_or(Value::Null);
         StoredError {
             name: str_at(e, "name").unwrap_or("UnknownError").to_string(),
-            status_code: data.get("statusCode").and_then(Value::as_u64).map(|c| c as u16),
+            status_code: data
+                .get("statusCode")
+                .and_then(Value::as_u64)
+                .map(|c| c as u16),
             message: str_at(&data, "message").unwrap_or("").to_string(),
             response_body: str_at(&data, "responseBody").map(str::to_string),
         }
@@ -155,14 +159,15 @@ fn parse_part(
     let mut compaction = None;
     let mut model_chars = 0;
     match kind {
-        PartKind::Text => {
-            if !raw.get("ignored").and_then(Value::as_bool).unwrap_or(false) {
-                model_chars = chars(str_at(&raw, "text").unwrap_or(""));
-            }
+        // opencode leaves `ignored` text parts out of requests.
+        PartKind::Text if !raw.get("ignored").and_then(Value::as_bool).unwrap_or(false) => {
+            model_chars = chars(str_at(&raw, "text").unwrap_or(""))
         }
         PartKind::Reasoning => model_chars = chars(str_at(&raw, "text").unwrap_or("")),
         PartKind::File => {
-            if let Some(m) = str_at(&raw, "url").and_then(|u| parse_data_url(u, str_at(&raw, "filename"))) {
+            if let Some(m) =
+                str_at(&raw, "url").and_then(|u| parse_data_url(u, str_at(&raw, "filename")))
+            {
                 media.push(m);
             }
         }
@@ -176,9 +181,16 @@ fn parse_part(
                 Some(o) => ToolStatus::Other(o.to_string()),
                 None => ToolStatus::Other(String::new()),
             };
-            let output = str_at(&state, "output").or_else(|| str_at(&state, "error")).unwrap_or("");
-            let cleared = state.pointer("/time/compacted").is_some_and(|v| !v.is_null());
-            let input_chars = state.get("input").map(|i| chars(&i.to_string())).unwrap_or(0);
+            let output = str_at(&state, "output")
+                .or_else(|| str_at(&state, "error"))
+                .unwrap_or("");
+            let cleared = state
+                .pointer("/time/compacted")
+                .is_some_and(|v| !v.is_null());
+            let input_chars = state
+                .get("input")
+                .map(|i| chars(&i.to_string()))
+                .unwrap_or(0);
             model_chars = input_chars
                 + if cleared {
                     chars(CLEARED_TOOL_OUTPUT)
@@ -187,7 +199,9 @@ fn parse_part(
                 };
             if let Some(atts) = state.get("attachments").and_then(Value::as_array) {
                 for a in atts {
-                    if let Some(m) = str_at(a, "url").and_then(|u| parse_data_url(u, str_at(a, "filename"))) {
+                    if let Some(m) =
+                        str_at(a, "url").and_then(|u| parse_data_url(u, str_at(a, "filename")))
+                    {
                         media.push(m);
                     }
                 }
@@ -203,7 +217,10 @@ fn parse_part(
         PartKind::Compaction => {
             compaction = Some(CompactionMarker {
                 auto: raw.get("auto").and_then(Value::as_bool).unwrap_or(false),
-                overflow: raw.get("overflow").and_then(Value::as_bool).unwrap_or(false),
+                overflow: raw
+                    .get("overflow")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
                 tail_start_id: str_at(&raw, "tail_start_id").map(str::to_string),
             })
         }
@@ -216,7 +233,10 @@ fn parse_part(
         kind_name,
         payload_bytes,
         model_chars,
-        synthetic: raw.get("synthetic").and_then(Value::as_bool).unwrap_or(false),
+        synthetic: raw
+            .get("synthetic")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         media,
         tool,
         compaction,

@@ -28,8 +28,11 @@ pub fn open(p: &Path) -> Result<Option<Box<dyn Store>>> {
     let mut header = [0u8; 16];
     {
         use std::io::Read;
-        let mut f = std::fs::File::open(p).with_context(|| format!("{}: cannot open", p.display()))?;
-        let n = f.read(&mut header).with_context(|| format!("{}: cannot read", p.display()))?;
+        let mut f =
+            std::fs::File::open(p).with_context(|| format!("{}: cannot open", p.display()))?;
+        let n = f
+            .read(&mut header)
+            .with_context(|| format!("{}: cannot read", p.display()))?;
         if n < 16 || &header != SQLITE_MAGIC {
             bail!(
                 "{}: not a SQLite database (expected the header \"SQLite format 3\"; the file starts differently)",
@@ -83,10 +86,12 @@ fn private_copy_if_wal(p: &Path) -> Result<(Option<tempfile::TempDir>, PathBuf)>
         .context("cannot create a private temp dir")?;
     let copy = dir.path().join("store.db");
     std::fs::copy(p, &copy).with_context(|| format!("{}: cannot copy", p.display()))?;
-    std::fs::copy(&wal, side(&copy, "-wal")).with_context(|| format!("{}: cannot copy", wal.display()))?;
+    std::fs::copy(&wal, side(&copy, "-wal"))
+        .with_context(|| format!("{}: cannot copy", wal.display()))?;
     let shm = side(p, "-shm");
     if shm.exists() {
-        std::fs::copy(&shm, side(&copy, "-shm")).with_context(|| format!("{}: cannot copy", shm.display()))?;
+        std::fs::copy(&shm, side(&copy, "-shm"))
+            .with_context(|| format!("{}: cannot copy", shm.display()))?;
     }
     Ok((Some(dir), copy))
 }
@@ -115,14 +120,17 @@ fn connect(read_path: &Path, private: bool) -> Result<Connection> {
     };
     Connection::open_with_flags(
         &uri,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .with_context(|| format!("{}: cannot open as SQLite", read_path.display()))
 }
 
 impl SqliteStore {
     fn conn(&self) -> Result<Connection> {
-        connect(&self.read_path, self._private.is_some()).with_context(|| self.path.display().to_string())
+        connect(&self.read_path, self._private.is_some())
+            .with_context(|| self.path.display().to_string())
     }
 
     fn loc(&self, table: &str, id: &str) -> String {
@@ -174,7 +182,9 @@ impl Store for SqliteStore {
     fn load(&self, id: &str) -> Result<Session> {
         let conn = self.conn()?;
         let title: Option<String> = conn
-            .query_row("SELECT title FROM session WHERE id = ?1", [id], |r| r.get(0))
+            .query_row("SELECT title FROM session WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
             .map_err(|e| anyhow!("{}: session {id}: {e}", self.path.display()))?;
         let mut session = Session {
             agent: self.agent,
@@ -195,7 +205,8 @@ impl Store for SqliteStore {
             let mid: String = r.get(0)?;
             let tc: Option<i64> = r.get(1).ok();
             let parsed = text_of(r.get_ref(2)?).and_then(|(text, n)| {
-                let v: Value = serde_json::from_str(&text).map_err(|e| format!("invalid JSON in `data`: {e}"))?;
+                let v: Value = serde_json::from_str(&text)
+                    .map_err(|e| format!("invalid JSON in `data`: {e}"))?;
                 parse_message(&mid, v, n, tc)
             });
             match parsed {
@@ -207,14 +218,16 @@ impl Store for SqliteStore {
                 }),
             }
         }
-        let mut st = conn.prepare("SELECT id, message_id, data FROM part WHERE session_id = ?1 ORDER BY id")?;
+        let mut st = conn
+            .prepare("SELECT id, message_id, data FROM part WHERE session_id = ?1 ORDER BY id")?;
         let mut rows = st.query([id])?;
         let mut parts = Vec::new();
         while let Some(r) = rows.next()? {
             let pid: String = r.get(0)?;
             let mid: String = r.get(1)?;
             let parsed = text_of(r.get_ref(2)?).and_then(|(text, n)| {
-                let v: Value = serde_json::from_str(&text).map_err(|e| format!("invalid JSON in `data`: {e}"))?;
+                let v: Value = serde_json::from_str(&text)
+                    .map_err(|e| format!("invalid JSON in `data`: {e}"))?;
                 parse_part(&pid, &mid, v, n)
             });
             match parsed {

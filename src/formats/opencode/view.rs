@@ -54,15 +54,12 @@ pub fn visible_view(messages: &[Message]) -> Vec<usize> {
     if let Some(w) = w {
         let head = &messages[out[w]];
         let tail_id = head.compaction().and_then(|c| c.tail_start_id.clone());
-        let j = out
-            .iter()
-            .enumerate()
-            .position(|(k, &i)| {
-                k > w
-                    && messages[i].role == Role::Assistant
-                    && messages[i].summary
-                    && messages[i].parent_id.as_deref() == Some(head.id.as_str())
-            });
+        let j = out.iter().enumerate().position(|(k, &i)| {
+            k > w
+                && messages[i].role == Role::Assistant
+                && messages[i].summary
+                && messages[i].parent_id.as_deref() == Some(head.id.as_str())
+        });
         let v = out
             .iter()
             .position(|&i| Some(&messages[i].id) == tail_id.as_ref());

@@ -1,0 +1,65 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_session_doctor_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_session_doctor_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_session_doctor_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_session_doctor_using_subcommand
+    set -l cmd (__fish_session_doctor_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c session-doctor -n "__fish_session_doctor_needs_command" -s h -l help -d 'Print help'
+complete -c session-doctor -n "__fish_session_doctor_needs_command" -s V -l version -d 'Print version'
+complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "list" -d 'One row per session: sizes, compactions, token totals, findings'
+complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "inspect" -d 'One row per message of a session: sizes, tokens, parts, flags'
+complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "check" -d 'Diagnose sessions; exit 1 when a finding reaches --fail-on'
+complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "repair" -d 'Write a repaired copy of the store(s) into --out'
+complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
+json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l session -d 'Only this session' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
+json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l session -d 'The session to inspect' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l top -d 'Also list the N largest parts (by stored bytes)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
+json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l session -d 'Only this session' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l fail-on -d 'Exit 1 when a finding of this severity or worse exists (`never`: always 0)' -r -f -a "error\t''
+warning\t''
+info\t''
+never\t''"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
+json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l out -d 'Folder to write the copies into (created if missing). Never the source folder or inside it' -r -F
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l session -d 'Only repair this session (the whole store is still copied)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l dry-run -d 'Print the changes, write nothing'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l force -d 'Replace copies that already exist under --out'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "list" -d 'One row per session: sizes, compactions, token totals, findings'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "inspect" -d 'One row per message of a session: sizes, tokens, parts, flags'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "check" -d 'Diagnose sessions; exit 1 when a finding reaches --fail-on'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "repair" -d 'Write a repaired copy of the store(s) into --out'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,212 @@
+#compdef session-doctor
+
+autoload -U is-at-least
+
+_session-doctor() {
+    typeset -A opt_args
+    typeset -a _arguments_options
+    local ret=1
+
+    if is-at-least 5.2; then
+        _arguments_options=(-s -S -C)
+    else
+        _arguments_options=(-s -C)
+    fi
+
+    local context curcontext="$curcontext" state line
+    _arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+":: :_session-doctor_commands" \
+"*::: :->session-doctor" \
+&& ret=0
+    case $state in
+    (session-doctor)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:session-doctor-command-$line[1]:"
+        case $line[1] in
+            (list)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format]:FORMAT:((table\:"Tables for people"
+json\:"One JSON document with "schema_version"\: 1"))' \
+'--session=[Only this session]:ID:_default' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share:_files' \
+&& ret=0
+;;
+(inspect)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format]:FORMAT:((table\:"Tables for people"
+json\:"One JSON document with "schema_version"\: 1"))' \
+'--session=[The session to inspect]:ID:_default' \
+'--top=[Also list the N largest parts (by stored bytes)]:N:_default' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share:_files' \
+&& ret=0
+;;
+(check)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format]:FORMAT:((table\:"Tables for people"
+json\:"One JSON document with "schema_version"\: 1"))' \
+'--session=[Only this session]:ID:_default' \
+'--fail-on=[Exit 1 when a finding of this severity or worse exists (\`never\`\: always 0)]:FAIL_ON:(error warning info never)' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share:_files' \
+&& ret=0
+;;
+(repair)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format]:FORMAT:((table\:"Tables for people"
+json\:"One JSON document with "schema_version"\: 1"))' \
+'--out=[Folder to write the copies into (created if missing). Never the source folder or inside it]:DIR:_files' \
+'--session=[Only repair this session (the whole store is still copied)]:ID:_default' \
+'--dry-run[Print the changes, write nothing]' \
+'--force[Replace copies that already exist under --out]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share:_files' \
+&& ret=0
+;;
+(completions)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+':shell:(bash elvish fish powershell zsh)' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_session-doctor__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:session-doctor-help-command-$line[1]:"
+        case $line[1] in
+            (list)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(inspect)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(check)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(repair)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(completions)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+}
+
+(( $+functions[_session-doctor_commands] )) ||
+_session-doctor_commands() {
+    local commands; commands=(
+'list:One row per session\: sizes, compactions, token totals, findings' \
+'inspect:One row per message of a session\: sizes, tokens, parts, flags' \
+'check:Diagnose sessions; exit 1 when a finding reaches --fail-on' \
+'repair:Write a repaired copy of the store(s) into --out' \
+'completions:Print a shell completion script to stdout' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'session-doctor commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__check_commands] )) ||
+_session-doctor__subcmd__check_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor check commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__completions_commands] )) ||
+_session-doctor__subcmd__completions_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor completions commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__help_commands] )) ||
+_session-doctor__subcmd__help_commands() {
+    local commands; commands=(
+'list:One row per session\: sizes, compactions, token totals, findings' \
+'inspect:One row per message of a session\: sizes, tokens, parts, flags' \
+'check:Diagnose sessions; exit 1 when a finding reaches --fail-on' \
+'repair:Write a repaired copy of the store(s) into --out' \
+'completions:Print a shell completion script to stdout' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'session-doctor help commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__help__subcmd__check_commands] )) ||
+_session-doctor__subcmd__help__subcmd__check_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor help check commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__help__subcmd__completions_commands] )) ||
+_session-doctor__subcmd__help__subcmd__completions_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor help completions commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__help__subcmd__help_commands] )) ||
+_session-doctor__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor help help commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__help__subcmd__inspect_commands] )) ||
+_session-doctor__subcmd__help__subcmd__inspect_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor help inspect commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__help__subcmd__list_commands] )) ||
+_session-doctor__subcmd__help__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor help list commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__help__subcmd__repair_commands] )) ||
+_session-doctor__subcmd__help__subcmd__repair_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor help repair commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__inspect_commands] )) ||
+_session-doctor__subcmd__inspect_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor inspect commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__list_commands] )) ||
+_session-doctor__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor list commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__repair_commands] )) ||
+_session-doctor__subcmd__repair_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor repair commands' commands "$@"
+}
+
+if [ "$funcstack[1]" = "_session-doctor" ]; then
+    _session-doctor "$@"
+else
+    compdef _session-doctor session-doctor
+fi

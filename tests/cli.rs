@@ -1,0 +1,83 @@
+//! Output shapes of `list` and `inspect` (insta snapshots of the JSON on the
+//! shipped fixtures; paths are relative to the repo root, so they are stable).
+
+mod common;
+use common::*;
+
+#[test]
+fn list_json_on_all_fixtures() {
+    let out = bin()
+        .args(["list", "--format", "json", "fixtures/opencode"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn list_table_on_all_fixtures() {
+    let out = bin()
+        .args(["list", "fixtures/opencode"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !s.contains('\u{1b}'),
+        "no colour codes when NO_COLOR is set or stdout is not a terminal"
+    );
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn inspect_image_reports_sizes_media_and_flags_per_message() {
+    let doc = json(&[
+        "inspect",
+        "--session",
+        "ses_dfd1e065effeRy7N0IMCxzViNy",
+        "--top",
+        "2",
+        "--format",
+        "json",
+        "fixtures/opencode/image",
+    ]);
+    assert_eq!(doc["schema_version"], 1);
+    let s = &doc["sessions"][0];
+    let msgs = s["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 15);
+    assert_eq!(s["visible_messages"], 7);
+    // The --file PNG: 27,817 decoded bytes, inline as a data URL.
+    assert_eq!(msgs[0]["media_bytes"], 27817);
+    assert_eq!(msgs[0]["media_count"], 1);
+    assert_eq!(msgs[0]["flags"], serde_json::json!(["synthetic", "hidden"]));
+    assert_eq!(
+        msgs[2]["flags"],
+        serde_json::json!(["compaction", "hidden"])
+    );
+    assert_eq!(msgs[3]["flags"], serde_json::json!(["summary", "hidden"]));
+    assert_eq!(msgs[1]["tokens_reported"]["input"], 10858);
+    // The largest part is the read-tool attachment of the same PNG.
+    let top = s["top_parts"].as_array().unwrap();
+    assert_eq!(top.len(), 2);
+    assert_eq!(top[0]["kind"], "tool");
+    assert_eq!(top[0]["payload_bytes"], 37629);
+    assert_eq!(top[0]["media_bytes"], 27817);
+    // Payload bytes are exactly the stored data columns.
+    let total: u64 = msgs
+        .iter()
+        .map(|m| m["payload_bytes"].as_u64().unwrap())
+        .sum();
+    let list = json(&["list", "--format", "json", "fixtures/opencode/image"]);
+    assert_eq!(list["sessions"][0]["payload_bytes"], total);
+    assert_eq!(list["sessions"][0]["media_bytes"], 55634);
+}
+
+#[test]
+fn completions_are_generated() {
+    bin()
+        .args(["completions", "bash"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("session-doctor"));
+}
