@@ -341,12 +341,14 @@ fn repair(a: &crate::cli::RepairArgs) -> Result<ExitCode> {
     let mut plans = Vec::new();
     for (k, &i) in selected.iter().enumerate() {
         let store = &ws.stores[i];
-        let edits: Vec<_> = ws
-            .sessions
-            .iter()
-            .filter(|l| l.store == i)
-            .flat_map(|l| crate::treat::repair::plan(&l.session))
-            .collect();
+        let mut edits = Vec::new();
+        for l in ws.sessions.iter().filter(|l| l.store == i) {
+            let plan = crate::treat::repair::plan(&l.session);
+            report
+                .changes
+                .extend(plan.iter().map(|e| store.describe(&l.session, e)));
+            edits.extend(plan);
+        }
         let dest = if selected.len() == 1 {
             out_dir.join(store.copy_name())
         } else {
@@ -357,9 +359,6 @@ fn repair(a: &crate::cli::RepairArgs) -> Result<ExitCode> {
         if dest.exists() && !a.force {
             bail!("{} exists; pass --force to replace it", dest.display());
         }
-        report
-            .changes
-            .extend(edits.iter().map(|e| store.describe(e)));
         plans.push((i, dest, edits));
     }
     for (i, dest, edits) in plans {

@@ -178,6 +178,9 @@ pub struct Part {
     pub payload_bytes: u64,
     /// Characters of what the agent sends the model for this part (media data excluded).
     pub model_chars: u64,
+    /// Bytes of what the agent puts on the wire for this part: text and tool
+    /// input/output as UTF-8, inline media as its base64 data URL.
+    pub wire_bytes: u64,
     pub synthetic: bool,
     pub media: Vec<Media>,
     pub tool: Option<ToolCall>,
@@ -240,6 +243,11 @@ impl Message {
     /// as opencode's `Token.estimate`).
     pub fn tokens_estimated(&self) -> u64 {
         crate::measure::estimate_tokens(self.parts.iter().map(|p| p.model_chars).sum())
+    }
+
+    /// Bytes this message puts on the wire (sum of its parts' `wire_bytes`).
+    pub fn wire_bytes(&self) -> u64 {
+        self.parts.iter().map(|p| p.wire_bytes).sum()
     }
 
     /// True for an assistant that finished (stored a finish reason and no error).

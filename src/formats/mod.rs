@@ -19,11 +19,85 @@ pub struct Edit {
     pub change: Change,
 }
 
+/// Which text of a part a truncation applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextField {
+    /// The output of a completed tool call.
+    ToolOutput,
+    /// The string values of a tool call's input.
+    ToolInput,
+    /// The text of a text or reasoning part.
+    Text,
+}
+
 /// What an [`Edit`] changes, in the model's terms.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// Point the message's parent at another message.
     SetParent { old: Option<String>, new: String },
+    /// Replace the inline media of a part by `placeholder` text (one line per
+    /// media item). The part keeps its id; its type only changes where the
+    /// agent's schema has no room for text (a file part becomes a text part).
+    StripMedia {
+        part_id: String,
+        placeholder: String,
+    },
+    /// Keep the first and last `max_chars / 2` characters of a text field,
+    /// with a marker saying how many characters were removed in between.
+    Truncate {
+        part_id: String,
+        field: TextField,
+        max_chars: usize,
+    },
+    /// Remove the message and its parts from the copy.
+    DropMessage,
+    /// Add a synthetic text part with `text` at the start of the message (the
+    /// format chooses the new part's id).
+    AddNote { text: String },
+}
+
+impl Change {
+    /// Short name for reports (`set-parent`, `strip-media`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Change::SetParent { .. } => "set-parent",
+            Change::StripMedia { .. } => "strip-media",
+            Change::Truncate { .. } => "truncate",
+            Change::DropMessage => "drop-message",
+            Change::AddNote { .. } => "add-note",
+        }
+    }
+
+    /// The part the change touches, if it touches one.
+    pub fn part_id(&self) -> Option<&str> {
+        match self {
+            Change::StripMedia { part_id, .. } | Change::Truncate { part_id, .. } => Some(part_id),
+            _ => None,
+        }
+    }
+}
+
+/// The marker a truncation leaves in the text.
+pub fn truncation_marker(removed_chars: usize) -> String {
+    format!("[... {removed_chars} characters removed by session-doctor compact ...]")
+}
+
+/// Keeps the first and last `max_chars / 2` characters of `text` with a
+/// [`truncation_marker`] between them; `None` when `text` already fits.
+pub fn truncate_middle(text: &str, max_chars: usize) -> Option<String> {
+    let n = text.chars().count();
+    if n <= max_chars {
+        return None;
+    }
+    let head = max_chars / 2;
+    let tail = max_chars - head;
+    let removed = n - head - tail;
+    let mut out: String = text.chars().take(head).collect();
+    out.push('\n');
+    out.push_str(&truncation_marker(removed));
+    out.push('\n');
+    out.extend(text.chars().skip(n - tail));
+    Some(out)
 }
 
 /// A change as it is stored: the stored field name with old and new values.
@@ -31,6 +105,9 @@ pub enum Change {
 pub struct StoredChange {
     pub session_id: String,
     pub message_id: String,
+    /// The part changed, for part-level changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part_id: Option<String>,
     pub field: String,
     pub old: serde_json::Value,
     pub new: serde_json::Value,
@@ -57,7 +134,10 @@ pub trait Store: Send + Sync {
     /// an error means the store itself could not be read.
     fn load(&self, id: &str) -> Result<Session>;
     /// How `edit` looks in storage (stored field name, old and new JSON values).
-    fn describe(&self, edit: &Edit) -> StoredChange;
+    fn describe(&self, session: &Session, edit: &Edit) -> StoredChange;
+    /// `session` with `edits` applied, re-read from the edited raw JSON so every
+    /// figure (bytes, tokens, media, visible view) is what the copy will hold.
+    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session>;
     /// Writes a copy of the whole store to `dest` (the final path of the copy,
     /// `dest` must not exist), with `edits` applied. Written to a temporary name
     /// beside `dest` and renamed into place.

@@ -3,8 +3,9 @@
 //! `part/<messageID>/<partID>.json`, pretty-printed with 2 spaces. Ids come
 //! from file names, as opencode's own JSON-to-SQLite migration takes them.
 
-use super::{assemble, describe, parse_message, parse_part};
-use crate::formats::{Edit, Store, StoredChange};
+use super::edit::{self, Layout};
+use super::{assemble, parse_message, parse_part};
+use crate::formats::{Change, Edit, Store, StoredChange};
 use crate::model::{Agent, LoadProblem, Session};
 use anyhow::{anyhow, Context, Result};
 use serde_json::Value;
@@ -62,12 +63,56 @@ impl LegacyStore {
         out.sort();
         out
     }
+}
 
-    fn message_path(&self, session_id: &str, message_id: &str) -> PathBuf {
-        self.path
+impl LegacyStore {
+    /// Applies one edit to the files of a copy rooted at `root`.
+    fn apply_in_tree(&self, root: &Path, e: &Edit) -> Result<()> {
+        let msg_file = root
             .join("message")
-            .join(session_id)
-            .join(format!("{message_id}.json"))
+            .join(&e.session_id)
+            .join(format!("{}.json", e.message_id));
+        let part_file = |pid: &str| {
+            root.join("part")
+                .join(&e.message_id)
+                .join(format!("{pid}.json"))
+        };
+        let write = |path: &Path, v: &Value| -> Result<()> {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(path, Layout::Legacy.serialize(v))
+                .with_context(|| format!("{}: cannot write", path.display()))
+        };
+        match &e.change {
+            Change::SetParent { .. } => {
+                let (mut v, _) =
+                    read_json(&msg_file).map_err(|err| anyhow!("{}: {err}", msg_file.display()))?;
+                edit::edit_message(&mut v, &e.change);
+                write(&msg_file, &v)?;
+            }
+            Change::StripMedia { part_id, .. } | Change::Truncate { part_id, .. } => {
+                let f = part_file(part_id);
+                let (mut v, _) = read_json(&f).map_err(|err| anyhow!("{}: {err}", f.display()))?;
+                edit::edit_part(&mut v, &e.change)
+                    .map_err(|err| anyhow!("{}: {err}", f.display()))?;
+                write(&f, &v)?;
+            }
+            Change::DropMessage => {
+                std::fs::remove_file(&msg_file)
+                    .with_context(|| format!("{}: cannot remove", msg_file.display()))?;
+                let parts = root.join("part").join(&e.message_id);
+                if parts.is_dir() {
+                    std::fs::remove_dir_all(&parts)
+                        .with_context(|| format!("{}: cannot remove", parts.display()))?;
+                }
+            }
+            Change::AddNote { text } => {
+                let v = edit::note_part(Layout::Legacy, &e.session_id, &e.message_id, text);
+                write(&part_file(&edit::note_part_id(&e.message_id)), &v)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -156,8 +201,12 @@ impl Store for LegacyStore {
         Ok(session)
     }
 
-    fn describe(&self, edit: &Edit) -> StoredChange {
-        describe(edit)
+    fn describe(&self, session: &Session, edit: &Edit) -> StoredChange {
+        edit::describe(session, edit)
+    }
+
+    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
+        edit::apply(session, edits, Layout::Legacy)
     }
 
     fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()> {
@@ -184,14 +233,7 @@ impl Store for LegacyStore {
             }
         }
         for e in edits {
-            let src = self.message_path(&e.session_id, &e.message_id);
-            let rel = src.strip_prefix(&self.path)?;
-            let target = tmp.path().join(rel);
-            let (mut v, _) =
-                read_json(&target).map_err(|err| anyhow!("{}: {err}", src.display()))?;
-            super::apply_change(&mut v, &e.change);
-            std::fs::write(&target, serde_json::to_string_pretty(&v)?)
-                .with_context(|| format!("{}: cannot write", target.display()))?;
+            self.apply_in_tree(tmp.path(), e)?;
         }
         let tmp = tmp.keep();
         std::fs::rename(&tmp, dest)

@@ -2,6 +2,7 @@
 //! (opencode >= 1.2.0, Kilo 7.x) and the legacy JSON `storage/` tree (< 1.2.0).
 //! Shapes: shared/formats/opencode-kilo.md sections 3 to 8.
 
+mod edit;
 mod legacy;
 mod sqlite;
 mod view;
@@ -158,16 +159,23 @@ fn parse_part(
     let mut tool = None;
     let mut compaction = None;
     let mut model_chars = 0;
+    let mut wire_bytes = 0;
     match kind {
         // opencode leaves `ignored` text parts out of requests.
         PartKind::Text if !raw.get("ignored").and_then(Value::as_bool).unwrap_or(false) => {
-            model_chars = chars(str_at(&raw, "text").unwrap_or(""))
+            let t = str_at(&raw, "text").unwrap_or("");
+            model_chars = chars(t);
+            wire_bytes = t.len() as u64;
         }
-        PartKind::Reasoning => model_chars = chars(str_at(&raw, "text").unwrap_or("")),
+        PartKind::Reasoning => {
+            let t = str_at(&raw, "text").unwrap_or("");
+            model_chars = chars(t);
+            wire_bytes = t.len() as u64;
+        }
         PartKind::File => {
-            if let Some(m) =
-                str_at(&raw, "url").and_then(|u| parse_data_url(u, str_at(&raw, "filename")))
-            {
+            let url = str_at(&raw, "url").unwrap_or("");
+            wire_bytes = url.len() as u64;
+            if let Some(m) = parse_data_url(url, str_at(&raw, "filename")) {
                 media.push(m);
             }
         }
@@ -187,21 +195,22 @@ fn parse_part(
             let cleared = state
                 .pointer("/time/compacted")
                 .is_some_and(|v| !v.is_null());
-            let input_chars = state
+            let input = state
                 .get("input")
-                .map(|i| chars(&i.to_string()))
-                .unwrap_or(0);
-            model_chars = input_chars
-                + if cleared {
-                    chars(CLEARED_TOOL_OUTPUT)
-                } else {
-                    chars(output)
-                };
+                .map(|i| i.to_string())
+                .unwrap_or_default();
+            let sent_output = if cleared { CLEARED_TOOL_OUTPUT } else { output };
+            model_chars = chars(&input) + chars(sent_output);
+            wire_bytes = (input.len() + sent_output.len()) as u64;
+            // opencode drops the attachments of a tool output marked compacted.
             if let Some(atts) = state.get("attachments").and_then(Value::as_array) {
                 for a in atts {
                     if let Some(m) =
                         str_at(a, "url").and_then(|u| parse_data_url(u, str_at(a, "filename")))
                     {
+                        if !cleared {
+                            wire_bytes += m.encoded_bytes;
+                        }
                         media.push(m);
                     }
                 }
@@ -233,6 +242,7 @@ fn parse_part(
         kind_name,
         payload_bytes,
         model_chars,
+        wire_bytes,
         synthetic: raw
             .get("synthetic")
             .and_then(Value::as_bool)
@@ -270,27 +280,4 @@ fn assemble(session: &mut Session, mut parts: Vec<Part>) {
         }
     }
     session.visible = visible_view(&session.messages);
-}
-
-/// Applies a [`super::Change`] to a stored message info; returns the new JSON.
-fn apply_change(info: &mut Value, change: &super::Change) {
-    match change {
-        super::Change::SetParent { new, .. } => {
-            if let Some(o) = info.as_object_mut() {
-                o.insert(PARENT_FIELD.to_string(), Value::String(new.clone()));
-            }
-        }
-    }
-}
-
-fn describe(edit: &super::Edit) -> super::StoredChange {
-    match &edit.change {
-        super::Change::SetParent { old, new } => super::StoredChange {
-            session_id: edit.session_id.clone(),
-            message_id: edit.message_id.clone(),
-            field: PARENT_FIELD.into(),
-            old: old.clone().map(Value::String).unwrap_or(Value::Null),
-            new: Value::String(new.clone()),
-        },
-    }
 }

@@ -2,8 +2,9 @@
 //! shared/real-sessions/opencode/schema-*.sql). `message.data` and `part.data`
 //! hold the JSON without the id columns.
 
-use super::{assemble, describe, parse_message, parse_part};
-use crate::formats::{Edit, Store, StoredChange};
+use super::edit::{self, Layout};
+use super::{assemble, parse_message, parse_part};
+use crate::formats::{Change, Edit, Store, StoredChange};
 use crate::model::{Agent, LoadProblem, Session};
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{Connection, OpenFlags};
@@ -243,8 +244,12 @@ impl Store for SqliteStore {
         Ok(session)
     }
 
-    fn describe(&self, edit: &Edit) -> StoredChange {
-        describe(edit)
+    fn describe(&self, session: &Session, edit: &Edit) -> StoredChange {
+        edit::describe(session, edit)
+    }
+
+    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
+        edit::apply(session, edits, Layout::Sqlite)
     }
 
     fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()> {
@@ -267,19 +272,7 @@ impl Store for SqliteStore {
             }
             let txn = dst.transaction()?;
             for e in edits {
-                let data: String = txn
-                    .query_row(
-                        "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",
-                        [&e.message_id, &e.session_id],
-                        |r| r.get(0),
-                    )
-                    .with_context(|| format!("message {} not found in the copy", e.message_id))?;
-                let mut v: Value = serde_json::from_str(&data)?;
-                super::apply_change(&mut v, &e.change);
-                txn.execute(
-                    "UPDATE message SET data = ?1 WHERE id = ?2 AND session_id = ?3",
-                    [&serde_json::to_string(&v)?, &e.message_id, &e.session_id],
-                )?;
+                apply_in_db(&txn, e)?;
             }
             txn.commit()?;
             // Leave no `-wal` beside the copy: fold everything into the main file.
@@ -297,4 +290,63 @@ impl Store for SqliteStore {
             .map_err(|e| anyhow!("{}: cannot rename into place: {}", dest.display(), e.error))?;
         Ok(())
     }
+}
+
+/// Applies one edit to the rows of a copy (inside the copy's transaction).
+fn apply_in_db(txn: &rusqlite::Transaction<'_>, e: &Edit) -> Result<()> {
+    let (sid, mid) = (&e.session_id, &e.message_id);
+    match &e.change {
+        Change::SetParent { .. } => {
+            let data: String = txn
+                .query_row(
+                    "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",
+                    [mid, sid],
+                    |r| r.get(0),
+                )
+                .with_context(|| format!("message {mid} not found in the copy"))?;
+            let mut v: Value = serde_json::from_str(&data)?;
+            edit::edit_message(&mut v, &e.change);
+            txn.execute(
+                "UPDATE message SET data = ?1 WHERE id = ?2 AND session_id = ?3",
+                [&Layout::Sqlite.serialize(&v), mid, sid],
+            )?;
+        }
+        Change::StripMedia { part_id, .. } | Change::Truncate { part_id, .. } => {
+            let data: String = txn
+                .query_row(
+                    "SELECT data FROM part WHERE id = ?1 AND message_id = ?2",
+                    [part_id, mid],
+                    |r| r.get(0),
+                )
+                .with_context(|| format!("part {part_id} not found in the copy"))?;
+            let mut v: Value = serde_json::from_str(&data)?;
+            edit::edit_part(&mut v, &e.change).map_err(|err| anyhow!("part {part_id}: {err}"))?;
+            txn.execute(
+                "UPDATE part SET data = ?1 WHERE id = ?2",
+                [&Layout::Sqlite.serialize(&v), part_id],
+            )?;
+        }
+        Change::DropMessage => {
+            txn.execute("DELETE FROM part WHERE message_id = ?1", [mid])?;
+            txn.execute(
+                "DELETE FROM message WHERE id = ?1 AND session_id = ?2",
+                [mid, sid],
+            )?;
+        }
+        Change::AddNote { text } => {
+            let t: i64 = txn
+                .query_row(
+                    "SELECT time_created FROM message WHERE id = ?1",
+                    [mid],
+                    |r| r.get(0),
+                )
+                .with_context(|| format!("message {mid} not found in the copy"))?;
+            let data = Layout::Sqlite.serialize(&edit::note_part(Layout::Sqlite, sid, mid, text));
+            txn.execute(
+                "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                rusqlite::params![edit::note_part_id(mid), mid, sid, t, data],
+            )?;
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,283 @@
+//! Applying [`Edit`]s to opencode's stored JSON, for both the SQLite and the
+//! legacy JSON store. Unchanged fields (unknown ones included) are kept.
+
+use super::{parse_message, parse_part, visible_view, PARENT_FIELD};
+use crate::formats::{truncate_middle, Change, Edit, StoredChange, TextField};
+use crate::model::Session;
+use anyhow::{anyhow, Result};
+use serde_json::{json, Map, Value};
+
+/// How a store serializes JSON (for exact byte counts of edited rows/files).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `message.data` / `part.data` columns: compact JSON without the id fields.
+    Sqlite,
+    /// Legacy files: 2-space pretty JSON with `id`, `sessionID`, `messageID`.
+    Legacy,
+}
+
+impl Layout {
+    pub fn serialize(self, v: &Value) -> String {
+        match self {
+            Layout::Sqlite => serde_json::to_string(v).expect("JSON values serialize"),
+            Layout::Legacy => serde_json::to_string_pretty(v).expect("JSON values serialize"),
+        }
+    }
+}
+
+/// Id of the note part [`Change::AddNote`] adds to `message_id`: the
+/// message's own 12 time digits, so it sorts before the message's other parts.
+pub fn note_part_id(message_id: &str) -> String {
+    let hex: String = message_id
+        .trim_start_matches("msg_")
+        .chars()
+        .take(12)
+        .collect();
+    format!("prt_{hex}00000000000000")
+}
+
+/// The stored JSON of a note part.
+pub fn note_part(layout: Layout, session_id: &str, message_id: &str, text: &str) -> Value {
+    let mut v = Map::new();
+    if layout == Layout::Legacy {
+        v.insert("id".into(), json!(note_part_id(message_id)));
+        v.insert("sessionID".into(), json!(session_id));
+        v.insert("messageID".into(), json!(message_id));
+    }
+    v.insert("type".into(), json!("text"));
+    v.insert("text".into(), json!(text));
+    v.insert("synthetic".into(), json!(true));
+    Value::Object(v)
+}
+
+/// Applies a message-level change to a stored message info.
+pub fn edit_message(info: &mut Value, change: &Change) {
+    if let (Change::SetParent { new, .. }, Some(o)) = (change, info.as_object_mut()) {
+        o.insert(PARENT_FIELD.to_string(), Value::String(new.clone()));
+    }
+}
+
+fn is_data_url(v: &Value) -> bool {
+    v.get("url")
+        .and_then(Value::as_str)
+        .is_some_and(|u| u.starts_with("data:"))
+}
+
+fn truncate_strings(v: &mut Value, max: usize) {
+    match v {
+        Value::String(s) => {
+            if let Some(t) = truncate_middle(s, max) {
+                *s = t;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| truncate_strings(x, max)),
+        Value::Object(o) => o.values_mut().for_each(|x| truncate_strings(x, max)),
+        _ => {}
+    }
+}
+
+/// Applies a part-level change to a stored part. Errors name what the part lacks.
+pub fn edit_part(part: &mut Value, change: &Change) -> std::result::Result<(), String> {
+    let kind = part
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    match change {
+        Change::StripMedia { placeholder, .. } => match kind.as_str() {
+            "file" => {
+                let mut v = Map::new();
+                for k in ["id", "sessionID", "messageID"] {
+                    if let Some(x) = part.get(k) {
+                        v.insert(k.into(), x.clone());
+                    }
+                }
+                v.insert("type".into(), json!("text"));
+                v.insert("text".into(), json!(placeholder));
+                v.insert("synthetic".into(), json!(true));
+                *part = Value::Object(v);
+                Ok(())
+            }
+            "tool" => {
+                let state = part
+                    .get_mut("state")
+                    .and_then(Value::as_object_mut)
+                    .ok_or("tool part has no state")?;
+                if let Some(Value::Array(atts)) = state.get_mut("attachments") {
+                    atts.retain(|a| !is_data_url(a));
+                }
+                let out = state
+                    .get("output")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                state.insert("output".into(), json!(format!("{out}\n{placeholder}")));
+                Ok(())
+            }
+            other => Err(format!("a {other} part carries no media")),
+        },
+        Change::Truncate {
+            field, max_chars, ..
+        } => {
+            match field {
+                TextField::Text => {
+                    let t = part
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .ok_or("part has no text")?;
+                    if let Some(new) = truncate_middle(t, *max_chars) {
+                        part["text"] = json!(new);
+                    }
+                }
+                TextField::ToolOutput => {
+                    let state = part.get_mut("state").ok_or("tool part has no state")?;
+                    for ptr in ["/output", "/metadata/output"] {
+                        if let Some(Value::String(s)) = state.pointer_mut(ptr) {
+                            if let Some(new) = truncate_middle(s, *max_chars) {
+                                *s = new;
+                            }
+                        }
+                    }
+                }
+                TextField::ToolInput => {
+                    let state = part.get_mut("state").ok_or("tool part has no state")?;
+                    if let Some(input) = state.get_mut("input") {
+                        truncate_strings(input, *max_chars);
+                    }
+                }
+            }
+            Ok(())
+        }
+        _ => Err("not a part-level change".into()),
+    }
+}
+
+/// `s` with `edits` applied, every changed message and part re-parsed.
+pub fn apply(s: &Session, edits: &[Edit], layout: Layout) -> Result<Session> {
+    let mut out = s.clone();
+    let mut dropped = Vec::new();
+    for e in edits.iter().filter(|e| e.session_id == s.id) {
+        let mi = out
+            .index_of(&e.message_id)
+            .ok_or_else(|| anyhow!("message {} not in session {}", e.message_id, s.id))?;
+        let m = &mut out.messages[mi];
+        match &e.change {
+            Change::SetParent { .. } => {
+                let mut raw = m.raw.clone();
+                edit_message(&mut raw, &e.change);
+                let bytes = layout.serialize(&raw).len() as u64;
+                let parts = std::mem::take(&mut m.parts);
+                *m = parse_message(&m.id, raw, bytes, Some(m.time_created))
+                    .map_err(|err| anyhow!(err))?;
+                m.parts = parts;
+            }
+            Change::StripMedia { part_id, .. } | Change::Truncate { part_id, .. } => {
+                let p = m
+                    .parts
+                    .iter_mut()
+                    .find(|p| &p.id == part_id)
+                    .ok_or_else(|| anyhow!("part {part_id} not in message {}", e.message_id))?;
+                let mut raw = p.raw.clone();
+                edit_part(&mut raw, &e.change).map_err(|err| anyhow!("part {part_id}: {err}"))?;
+                let bytes = layout.serialize(&raw).len() as u64;
+                *p = parse_part(&p.id, &p.message_id, raw, bytes).map_err(|err| anyhow!(err))?;
+            }
+            Change::DropMessage => dropped.push(m.id.clone()),
+            Change::AddNote { text } => {
+                let raw = note_part(layout, &s.id, &m.id, text);
+                let bytes = layout.serialize(&raw).len() as u64;
+                let p = parse_part(&note_part_id(&m.id), &m.id, raw, bytes)
+                    .map_err(|err| anyhow!(err))?;
+                m.parts.insert(0, p);
+            }
+        }
+    }
+    out.messages.retain(|m| !dropped.contains(&m.id));
+    out.visible = visible_view(&out.messages);
+    Ok(out)
+}
+
+fn chars_of(v: Option<&Value>) -> usize {
+    match v {
+        Some(Value::String(s)) => s.chars().count(),
+        Some(Value::Array(a)) => a.iter().map(|x| chars_of(Some(x))).sum(),
+        Some(Value::Object(o)) => o.values().map(|x| chars_of(Some(x))).sum(),
+        _ => 0,
+    }
+}
+
+/// How `edit` looks in storage, for the change list.
+pub fn describe(s: &Session, edit: &Edit) -> StoredChange {
+    let part = edit.change.part_id().and_then(|pid| {
+        s.messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .find(|p| p.id == pid)
+    });
+    let (field, old, new) = match &edit.change {
+        Change::SetParent { old, new } => (
+            PARENT_FIELD.to_string(),
+            old.clone().map(Value::String).unwrap_or(Value::Null),
+            json!(new),
+        ),
+        Change::StripMedia { placeholder, .. } => {
+            let (field, what) = match part.map(|p| p.kind_name.as_str()) {
+                Some("file") => ("url", "file part"),
+                _ => ("state.attachments", "tool attachments"),
+            };
+            let bytes: u64 = part
+                .map(|p| p.media.iter().map(|m| m.encoded_bytes).sum())
+                .unwrap_or(0);
+            (
+                field.to_string(),
+                json!(format!("{what} with {bytes} bytes of inline media")),
+                json!(placeholder),
+            )
+        }
+        Change::Truncate {
+            field, max_chars, ..
+        } => {
+            let raw = part.map(|p| &p.raw);
+            let (name, chars) = match field {
+                TextField::Text => ("text", chars_of(raw.and_then(|r| r.get("text")))),
+                TextField::ToolOutput => (
+                    "state.output",
+                    chars_of(raw.and_then(|r| r.pointer("/state/output"))),
+                ),
+                TextField::ToolInput => (
+                    "state.input",
+                    chars_of(raw.and_then(|r| r.pointer("/state/input"))),
+                ),
+            };
+            (
+                name.to_string(),
+                json!(format!("{chars} characters")),
+                json!(format!(
+                    "at most {max_chars} characters kept, head and tail"
+                )),
+            )
+        }
+        Change::DropMessage => {
+            let m = s.messages.iter().find(|m| m.id == edit.message_id);
+            (
+                "message".to_string(),
+                json!(m
+                    .map(|m| format!("{} message with {} parts", m.role.as_str(), m.parts.len()))
+                    .unwrap_or_default()),
+                Value::Null,
+            )
+        }
+        Change::AddNote { text } => ("part".to_string(), Value::Null, json!(text)),
+    };
+    StoredChange {
+        session_id: edit.session_id.clone(),
+        message_id: edit.message_id.clone(),
+        part_id: match &edit.change {
+            Change::AddNote { .. } => Some(note_part_id(&edit.message_id)),
+            c => c.part_id().map(str::to_string),
+        },
+        field,
+        old,
+        new,
+    }
+}
