@@ -24,6 +24,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Write a repaired copy of the store(s) into --out.
     Repair(RepairArgs),
+    /// Write a copy in which one session fits its model budget and request-size limit.
+    Compact(CompactArgs),
     /// Print a shell completion script to stdout.
     Completions {
         #[arg(value_enum)]
@@ -51,6 +53,58 @@ pub struct Common {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+}
+
+/// Model limits and request-size limits the size rules measure against.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Budget")]
+pub struct BudgetArgs {
+    /// Context window of the model the session resumes with (tokens).
+    #[arg(long, value_name = "TOKENS", global = true)]
+    pub context: Option<u64>,
+    /// Maximum output tokens of that model.
+    #[arg(long, value_name = "TOKENS", global = true)]
+    pub max_output: Option<u64>,
+    /// Input limit of that model (tokens), when it has one.
+    #[arg(long, value_name = "TOKENS", global = true)]
+    pub input_limit: Option<u64>,
+    /// Look the limits of this `provider/model` up in the models.dev JSON.
+    #[arg(long, value_name = "PROVIDER/MODEL", global = true)]
+    pub model: Option<String>,
+    /// models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub models_json: Option<PathBuf>,
+    /// Largest request body the provider or gateway accepts (bytes; default 6 MiB).
+    #[arg(long, value_name = "BYTES", global = true, default_value_t = crate::diagnose::DEFAULT_MAX_REQUEST_BYTES)]
+    pub max_request_bytes: u64,
+    /// Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds.
+    #[arg(long, value_name = "SHARE", global = true, default_value_t = crate::diagnose::DEFAULT_HEADROOM)]
+    pub headroom: f64,
+}
+
+impl BudgetArgs {
+    /// The limit options for [`crate::budget::resolve`].
+    pub fn limit_options(&self) -> crate::budget::LimitOptions {
+        crate::budget::LimitOptions {
+            context: self.context,
+            max_output: self.max_output,
+            input: self.input_limit,
+            model: self.model.clone(),
+            models_json: self.models_json.clone(),
+        }
+    }
+
+    /// The diagnose options for a session resuming with `session_model`.
+    pub fn options(&self, session_model: Option<&str>) -> crate::diagnose::Options {
+        crate::diagnose::Options {
+            budget: crate::budget::resolve(&self.limit_options(), session_model)
+                .map(crate::budget::Budget::new),
+            max_request_bytes: self.max_request_bytes,
+            headroom: self.headroom.clamp(0.0, 0.95),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -134,4 +188,25 @@ impl Common {
             self.paths.clone()
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// The session to compact (the whole store is still copied).
+    #[arg(long, value_name = "ID")]
+    pub session: String,
+    /// Folder to write the copy into. Never the source folder or inside it.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// If cutting history is needed, keep only the last N user turns.
+    #[arg(long, value_name = "N")]
+    pub keep_turns: Option<usize>,
+    /// Print the plan (steps, figures, changes), write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Replace a copy that already exists under --out.
+    #[arg(long)]
+    pub force: bool,
 }

@@ -2,7 +2,7 @@
 
 use crate::cli::{Cli, Command, Common};
 use crate::diagnose::{diagnose, Finding, SeverityCounts};
-use crate::exit_codes::{code, ERROR, FINDINGS, HEALTHY};
+use crate::exit_codes::{code, FINDINGS, HEALTHY};
 use crate::formats::{discover, Store};
 use crate::model::Session;
 use crate::report::*;
@@ -21,6 +21,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Inspect(a) => inspect(&a.common, &a.session, a.top),
         Command::Check(a) => check(&a),
         Command::Repair(a) => repair(&a),
+        Command::Compact(a) => compact(&a),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "session-doctor", &mut std::io::stdout());
@@ -34,6 +35,7 @@ struct Loaded {
     store: usize,
     session: Session,
     findings: Vec<Finding>,
+    options: crate::diagnose::Options,
 }
 
 struct Workspace {
@@ -55,7 +57,7 @@ fn progress(len: u64) -> ProgressBar {
 }
 
 /// Discovers stores under `paths` and loads their sessions (only `only` when given).
-fn load(paths: &[PathBuf], only: Option<&str>) -> Workspace {
+fn load(paths: &[PathBuf], only: Option<&str>, budget: &crate::cli::BudgetArgs) -> Workspace {
     let d = discover(paths);
     let mut ws = Workspace {
         stores: d.stores,
@@ -70,11 +72,13 @@ fn load(paths: &[PathBuf], only: Option<&str>) -> Workspace {
                 for id in ids.into_iter().filter(|id| only.is_none_or(|o| o == id)) {
                     match store.load(&id) {
                         Ok(session) => {
-                            let findings = diagnose(&session);
+                            let options = budget.options(session.resume_model());
+                            let findings = diagnose(&session, &options);
                             ws.sessions.push(Loaded {
                                 store: si,
                                 session,
                                 findings,
+                                options,
                             });
                         }
                         Err(e) => ws.errors.push(format!("{e:#}")),
@@ -95,7 +99,7 @@ fn load_or_fail(common: &Common, only: Option<&str>) -> Result<Workspace> {
     if paths.is_empty() {
         bail!("no PATH given and no opencode or Kilo data dir found under $XDG_DATA_HOME or $HOME/.local/share");
     }
-    let ws = load(&paths, only);
+    let ws = load(&paths, only, &common.budget);
     if ws.stores.is_empty() {
         for e in &ws.errors {
             eprintln!("session-doctor: error: {e}");
@@ -254,6 +258,8 @@ fn check(a: &crate::cli::CheckArgs) -> Result<ExitCode> {
                 agent: l.session.agent.name(),
                 id: l.session.id.clone(),
                 source: l.session.source.display().to_string(),
+                budget: l.options.budget.as_ref().ok().cloned(),
+                budget_unknown: l.options.budget.as_ref().err().cloned(),
                 findings: l.findings,
             }
         })
@@ -309,6 +315,52 @@ fn side(p: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Writes a copy of `store` with `edits` to `dest` (which `--force` allowed to
+/// replace): removes an old copy and its side files, then lets the format
+/// write to a temp name and rename.
+fn write_copy(store: &dyn Store, dest: &Path, edits: &[crate::formats::Edit]) -> Result<()> {
+    let parent = dest.parent().expect("dest is under --out");
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("{}: cannot create", parent.display()))?;
+    if dest.exists() {
+        if dest.is_dir() {
+            std::fs::remove_dir_all(dest)
+        } else {
+            std::fs::remove_file(dest)
+        }
+        .with_context(|| format!("{}: cannot replace", dest.display()))?;
+    }
+    for sfx in ["-wal", "-shm"] {
+        let sf = side(dest, sfx);
+        if sf.exists() {
+            std::fs::remove_file(&sf)
+                .with_context(|| format!("{}: cannot remove", sf.display()))?;
+        }
+    }
+    store.write_copy(dest, edits).with_context(|| {
+        format!(
+            "{}: cannot write the copy {}",
+            store.path().display(),
+            dest.display()
+        )
+    })
+}
+
+/// Refuses `out` when it is, or is inside, the folder of a source.
+fn refuse_inside_source(out: &Path, shown: &Path, stores: &[&dyn Store]) -> Result<PathBuf> {
+    let out_dir = resolved(out);
+    for s in stores {
+        if out_dir.starts_with(resolved(&s.root())) {
+            bail!(
+                "refusing --out {}: it is inside the folder of the source {} (copies never go beside originals)",
+                shown.display(),
+                s.path().display()
+            );
+        }
+    }
+    Ok(out_dir)
+}
+
 fn repair(a: &crate::cli::RepairArgs) -> Result<ExitCode> {
     let ws = load_or_fail(&a.common, a.session.as_deref())?;
     let out_dir = resolved(&a.out);
@@ -323,15 +375,8 @@ fn repair(a: &crate::cli::RepairArgs) -> Result<ExitCode> {
         .iter()
         .map(|&i| resolved(&ws.stores[i].root()))
         .collect();
-    for (k, &i) in selected.iter().enumerate() {
-        if out_dir.starts_with(&parents[k]) {
-            bail!(
-                "refusing --out {}: it is inside the folder of the source {} (copies never go beside originals)",
-                a.out.display(),
-                ws.stores[i].path().display()
-            );
-        }
-    }
+    let chosen: Vec<&dyn Store> = selected.iter().map(|&i| ws.stores[i].as_ref()).collect();
+    refuse_inside_source(&a.out, &a.out, &chosen)?;
     let base = common_ancestor(&parents);
     let mut report = RepairReport {
         dry_run: a.dry_run,
@@ -364,31 +409,7 @@ fn repair(a: &crate::cli::RepairArgs) -> Result<ExitCode> {
     for (i, dest, edits) in plans {
         let store = &ws.stores[i];
         if !a.dry_run {
-            let parent = dest.parent().expect("dest is under --out");
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("{}: cannot create", parent.display()))?;
-            if dest.exists() {
-                if dest.is_dir() {
-                    std::fs::remove_dir_all(&dest)
-                } else {
-                    std::fs::remove_file(&dest)
-                }
-                .with_context(|| format!("{}: cannot replace", dest.display()))?;
-            }
-            for sfx in ["-wal", "-shm"] {
-                let sf = side(&dest, sfx);
-                if sf.exists() {
-                    std::fs::remove_file(&sf)
-                        .with_context(|| format!("{}: cannot remove", sf.display()))?;
-                }
-            }
-            store.write_copy(&dest, &edits).with_context(|| {
-                format!(
-                    "{}: cannot write the copy {}",
-                    store.path().display(),
-                    dest.display()
-                )
-            })?;
+            write_copy(store.as_ref(), &dest, &edits)?;
         }
         report.copies.push(CopyRow {
             source: store.path().display().to_string(),
@@ -398,6 +419,68 @@ fn repair(a: &crate::cli::RepairArgs) -> Result<ExitCode> {
         });
     }
     emit(exporter(a.common.format).repair(&report, &ws.errors))?;
-    let _ = ERROR;
+    Ok(code(HEALTHY))
+}
+
+fn compact(a: &crate::cli::CompactArgs) -> Result<ExitCode> {
+    let ws = load_or_fail(&a.common, Some(&a.session))?;
+    if ws.sessions.len() > 1 {
+        bail!(
+            "session {} is in {} stores ({}); pass the one store to compact",
+            a.session,
+            ws.sessions.len(),
+            ws.sessions
+                .iter()
+                .map(|l| l.session.source.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let l = &ws.sessions[0];
+    let store = ws.stores[l.store].as_ref();
+    let out_dir = refuse_inside_source(&a.out, &a.out, &[store])?;
+    let dest = out_dir.join(store.copy_name());
+    if dest.exists() && !a.force && !a.dry_run {
+        bail!("{} exists; pass --force to replace it", dest.display());
+    }
+    let o = &l.options;
+    let target = crate::treat::compact::Target {
+        budget: o.budget.as_ref().ok().cloned(),
+        max_request_bytes: o.max_request_bytes,
+        headroom_bytes: crate::diagnose::headroom_bytes(o),
+        keep_turns: a.keep_turns,
+    };
+    let plan = crate::treat::compact::plan(store, &l.session, &target)?;
+    let write = plan.fits && !a.dry_run;
+    if write {
+        write_copy(store, &dest, &plan.edits)?;
+    }
+    let report = CompactReport {
+        session_id: l.session.id.clone(),
+        source: store.path().display().to_string(),
+        dest: dest.display().to_string(),
+        dry_run: a.dry_run,
+        written: write,
+        fits: plan.fits,
+        unreachable: plan.unreachable.clone(),
+        budget: target.budget.clone(),
+        budget_unknown: o.budget.as_ref().err().cloned(),
+        usable_tokens: plan.usable_tokens,
+        overhead_tokens: plan.overhead_tokens,
+        max_request_bytes: target.max_request_bytes,
+        headroom_bytes: target.headroom_bytes,
+        before: plan.before.clone(),
+        steps: plan.steps.clone(),
+        changes: plan
+            .edits
+            .iter()
+            .map(|e| store.describe(&l.session, e))
+            .collect(),
+    };
+    emit(exporter(a.common.format).compact(&report, &ws.errors))?;
+    if let Some(why) = &plan.unreachable {
+        eprintln!("session-doctor: the budget is not reachable: {why}; no copy written");
+        return Ok(code(FINDINGS));
+    }
     Ok(code(HEALTHY))
 }

@@ -5,6 +5,7 @@
 //! Data flows one way: source ([`formats`]) -> [`model`] -> findings
 //! ([`diagnose`]) and treatments ([`treat`]) -> writer or [`report`].
 
+pub mod budget;
 pub mod cli;
 mod commands;
 pub mod diagnose;

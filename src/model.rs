@@ -327,6 +327,22 @@ impl Session {
             .map(|m| m.usage.overflow_count())
     }
 
+    /// `provider/model` the session resumes with: the newest user message's
+    /// model, else the newest non-summary assistant's (never a compaction agent's).
+    pub fn resume_model(&self) -> Option<&str> {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User && m.model.is_some())
+            .or_else(|| {
+                self.messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::Assistant && !m.summary && m.model.is_some())
+            })
+            .and_then(|m| m.model.as_deref())
+    }
+
     /// Whether message `i` is in the model-visible view.
     pub fn is_visible(&self, i: usize) -> bool {
         self.visible.contains(&i)

@@ -4,10 +4,26 @@
 mod common;
 use common::*;
 
+/// The real data sets copied from shared/real-sessions/opencode.
+const REAL: &[&str] = &[
+    "fixtures/opencode/plain",
+    "fixtures/opencode/tools",
+    "fixtures/opencode/compact",
+    "fixtures/opencode/image",
+    "fixtures/opencode/noprogress",
+    "fixtures/opencode/prune",
+    "fixtures/opencode/errors",
+    "fixtures/opencode/errors-compaction-fails",
+    "fixtures/opencode/kilo",
+    "fixtures/opencode/legacy-1.1.65",
+    "fixtures/opencode/migrated",
+];
+
 #[test]
 fn list_json_on_all_fixtures() {
     let out = bin()
-        .args(["list", "--format", "json", "fixtures/opencode"])
+        .args(["list", "--format", "json"])
+        .args(REAL)
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -17,7 +33,8 @@ fn list_json_on_all_fixtures() {
 #[test]
 fn list_table_on_all_fixtures() {
     let out = bin()
-        .args(["list", "fixtures/opencode"])
+        .arg("list")
+        .args(REAL)
         .env("NO_COLOR", "1")
         .output()
         .unwrap();

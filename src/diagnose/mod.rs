@@ -4,10 +4,40 @@ mod compaction_failed;
 mod compaction_loop;
 mod dangling_parent;
 mod integrity;
+mod media_history;
 mod orphan_in_context;
+mod over_budget;
+mod overflow_error;
+mod payload;
 mod stale_parent;
 mod unfinished_tool_call;
 mod unreadable;
+
+pub use media_history::historical_media;
+pub use overflow_error::{classify, OverflowKind};
+pub use payload::{headroom_bytes, DEFAULT_HEADROOM, DEFAULT_MAX_REQUEST_BYTES};
+
+/// What the size rules measure against.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The session's model budget, or why none is known (then `over-budget` is skipped).
+    pub budget: Result<crate::budget::Budget, String>,
+    /// Largest request body a provider or gateway accepts (bytes).
+    pub max_request_bytes: u64,
+    /// Share of `max_request_bytes` kept for what the agent adds to each
+    /// request (system prompt, tool schemas): 0.25 by default.
+    pub headroom: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            budget: Err("no model limits given".into()),
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            headroom: DEFAULT_HEADROOM,
+        }
+    }
+}
 
 use crate::model::Session;
 use serde::Serialize;
@@ -84,10 +114,14 @@ pub const CODES: &[(&str, Severity)] = &[
     ("duplicate-id", Severity::Error),
     ("unfinished-tool-call", Severity::Warning),
     ("unreadable", Severity::Error),
+    ("over-budget", Severity::Error),
+    ("payload-too-large", Severity::Error),
+    ("overflow-error", Severity::Error),
+    ("media-in-history", Severity::Warning),
 ];
 
 /// Runs every rule on `s`; findings come back in rule order, then message order.
-pub fn diagnose(s: &Session) -> Vec<Finding> {
+pub fn diagnose(s: &Session, o: &Options) -> Vec<Finding> {
     let mut f = Vec::new();
     f.extend(unreadable::check(s));
     f.extend(integrity::check(s));
@@ -97,6 +131,10 @@ pub fn diagnose(s: &Session) -> Vec<Finding> {
     f.extend(compaction_loop::check(s));
     f.extend(compaction_failed::check(s));
     f.extend(unfinished_tool_call::check(s));
+    f.extend(overflow_error::check(s));
+    f.extend(over_budget::check(s, o));
+    f.extend(payload::check(s, o));
+    f.extend(media_history::check(s));
     f
 }
 

@@ -27,6 +27,15 @@ impl Exporter for JsonExporter {
         doc("sessions", sessions, errors)
     }
 
+    fn compact(&self, report: &CompactReport, errors: &[String]) -> String {
+        let mut v = serde_json::to_value(report).expect("serializes");
+        v["schema_version"] = json!(SCHEMA_VERSION);
+        v["errors"] = json!(errors);
+        let mut s = serde_json::to_string_pretty(&v).expect("serializes");
+        s.push('\n');
+        s
+    }
+
     fn repair(&self, report: &RepairReport, errors: &[String]) -> String {
         let mut v = json!({ "schema_version": SCHEMA_VERSION, "dry_run": report.dry_run });
         v["changes"] = serde_json::to_value(&report.changes).expect("serializes");

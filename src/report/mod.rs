@@ -91,6 +91,11 @@ pub struct CheckSession {
     pub agent: &'static str,
     pub id: String,
     pub source: String,
+    /// The model budget the size rules used, or null.
+    pub budget: Option<crate::budget::Budget>,
+    /// Why no budget is known (then `over-budget` is not checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_unknown: Option<String>,
     pub findings: Vec<Finding>,
 }
 
@@ -112,6 +117,31 @@ pub struct RepairReport {
     pub copies: Vec<CopyRow>,
 }
 
+/// `compact`: the plan and its figures.
+#[derive(Debug, Serialize)]
+pub struct CompactReport {
+    pub session_id: String,
+    pub source: String,
+    pub dest: String,
+    pub dry_run: bool,
+    pub written: bool,
+    pub fits: bool,
+    /// Why the budget is not reachable, when it is not.
+    pub unreachable: Option<String>,
+    pub budget: Option<crate::budget::Budget>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_unknown: Option<String>,
+    /// Tokens the next turn may carry (the model's usable, capped by the byte limit / 4).
+    pub usable_tokens: u64,
+    /// Tokens the agent adds beyond the messages, calibrated on the last reported count.
+    pub overhead_tokens: u64,
+    pub max_request_bytes: u64,
+    pub headroom_bytes: u64,
+    pub before: crate::treat::compact::Figures,
+    pub steps: Vec<crate::treat::compact::StepReport>,
+    pub changes: Vec<StoredChange>,
+}
+
 /// One output format. Each method prints one whole document to stdout;
 /// `errors` are the stores or paths that could not be read.
 pub trait Exporter {
@@ -119,6 +149,7 @@ pub trait Exporter {
     fn inspect(&self, sessions: &[InspectSession], errors: &[String]) -> String;
     fn check(&self, sessions: &[CheckSession], errors: &[String]) -> String;
     fn repair(&self, report: &RepairReport, errors: &[String]) -> String;
+    fn compact(&self, report: &CompactReport, errors: &[String]) -> String;
 }
 
 /// The exporter for `format`.

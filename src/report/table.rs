@@ -50,6 +50,20 @@ fn opt(v: Option<u64>) -> String {
     v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
 }
 
+/// A JSON value for a table cell, cut to 80 characters.
+fn short(v: &serde_json::Value) -> String {
+    let s = match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    if s.chars().count() > 80 {
+        format!("{}...", s.chars().take(77).collect::<String>())
+    } else {
+        s
+    }
+}
+
 fn errors_block(out: &mut String, errors: &[String]) {
     for e in errors {
         out.push_str(&format!("error: {e}\n"));
@@ -234,6 +248,90 @@ impl Exporter for TableExporter {
             "{} session(s), {total} finding(s)\n",
             sessions.len()
         ));
+        errors_block(&mut out, errors);
+        out
+    }
+
+    fn compact(&self, r: &CompactReport, errors: &[String]) -> String {
+        let mut out = String::new();
+        match &r.budget {
+            Some(b) => out.push_str(&format!(
+                "budget: {} (context {}, max output {}{}; from {}): usable {} tokens, the agent compacts at {}\n",
+                b.limits.model.as_deref().unwrap_or("model"),
+                b.limits.context,
+                b.limits.max_output,
+                b.limits.input.map(|i| format!(", input {i}")).unwrap_or_default(),
+                b.limits.source,
+                b.usable,
+                b.agent_threshold
+            )),
+            None => out.push_str(&format!(
+                "budget: no model limits ({}); sizing by request bytes only\n",
+                r.budget_unknown.as_deref().unwrap_or("unknown")
+            )),
+        }
+        out.push_str(&format!(
+            "request limit {} bytes with {} bytes headroom; usable {} tokens; agent overhead {} tokens\n",
+            r.max_request_bytes, r.headroom_bytes, r.usable_tokens, r.overhead_tokens
+        ));
+        let mut t = self.table(&[
+            "step",
+            "est tok",
+            "next-turn tok",
+            "reported tok",
+            "stored B",
+            "request B",
+            "media B",
+            "msgs",
+            "visible",
+            "parts changed",
+            "fits",
+        ]);
+        let row = |name: &str, f: &crate::treat::compact::Figures| {
+            vec![
+                name.to_string(),
+                f.tokens_estimated.to_string(),
+                f.tokens_next_turn.to_string(),
+                opt(f.tokens_reported),
+                f.payload_bytes.to_string(),
+                f.request_bytes.to_string(),
+                f.media_bytes.to_string(),
+                f.messages.to_string(),
+                f.visible_messages.to_string(),
+                f.parts_changed.to_string(),
+                if f.fits { "yes" } else { "no" }.to_string(),
+            ]
+        };
+        t.add_row(row("before", &r.before));
+        for s in &r.steps {
+            t.add_row(row(s.step, &s.after));
+        }
+        out.push_str(&format!("{t}\n"));
+        if !r.changes.is_empty() {
+            let mut c = self.table(&["message", "part", "field", "old", "new"]);
+            for ch in &r.changes {
+                c.add_row(vec![
+                    ch.message_id.clone(),
+                    ch.part_id.clone().unwrap_or_else(|| "-".into()),
+                    ch.field.clone(),
+                    short(&ch.old),
+                    short(&ch.new),
+                ]);
+            }
+            out.push_str(&format!("{} change(s):\n{c}\n", r.changes.len()));
+        }
+        if let Some(why) = &r.unreachable {
+            out.push_str(&format!("NOT REACHABLE: {why}; no copy written\n"));
+        } else if r.written {
+            out.push_str(&format!("wrote {} from {}\n", r.dest, r.source));
+        } else if r.dry_run {
+            out.push_str(&format!(
+                "dry run: would write {} from {}\n",
+                r.dest, r.source
+            ));
+        } else {
+            out.push_str("already fits: nothing to do\n");
+        }
         errors_block(&mut out, errors);
         out
     }

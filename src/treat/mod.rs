@@ -1,4 +1,5 @@
 //! Treatments turn findings into [`crate::formats::Edit`]s. They never write
 //! files: the format module applies edits to a copy.
 
+pub mod compact;
 pub mod repair;

@@ -1,0 +1,209 @@
+//! `overflow-error`: a stored provider error that says the request was too
+//! big, classified into `tokens`, `wire` or `media` as docker-agent's
+//! `classifyOverflow` does (pkg/modelerrors; shared/formats/hermes-cagent.md
+//! 2.4): structured signals first (`error.type == "request_too_large"` or
+//! HTTP 413 -> wire, `error.code == "context_length_exceeded"` -> tokens),
+//! then case-insensitive substrings, media before wire before tokens.
+
+use super::{Finding, Severity};
+use crate::model::{Session, StoredError};
+use serde_json::Value;
+
+/// What overflowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverflowKind {
+    /// The conversation exceeds the context window: compaction can help.
+    Tokens,
+    /// The request body is over a provider or gateway limit (HTTP 413).
+    Wire,
+    /// An image or PDF is over the provider's limits.
+    Media,
+}
+
+impl OverflowKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OverflowKind::Tokens => "tokens",
+            OverflowKind::Wire => "wire",
+            OverflowKind::Media => "media",
+        }
+    }
+}
+
+const MEDIA: &[&str] = &["image exceeds", "image dimensions exceed", "pdf pages"];
+const WIRE: &[&str] = &[
+    "request_too_large",
+    "request too large",
+    "payload too large",
+    "request entity too large",
+];
+const TOKENS: &[&str] = &[
+    "prompt is too long",
+    "prompt too long",
+    "maximum context length",
+    "context length exceeded",
+    "context_length_exceeded",
+    "input is too long",
+    "input token count",
+    "exceeds the context window",
+    "exceeds the available context size",
+    "reduce the length of the messages",
+    "exceeded model token limit",
+    "context window exceeds limit",
+    "model_context_window_exceeded",
+    "max_tokens must be greater than",
+    "maximum number of tokens",
+    "content length exceeds",
+    "exceeds the model's max token",
+    "token limit",
+    "reduce your prompt",
+];
+
+/// The first JSON object inside `text`, if any.
+fn first_json_object(text: &str) -> Option<Value> {
+    let start = text.find('{')?;
+    serde_json::Deserializer::from_str(&text[start..])
+        .into_iter::<Value>()
+        .next()?
+        .ok()
+}
+
+/// Classifies a stored error; `None` when it is not an overflow.
+/// An error the agent itself named a context overflow (opencode
+/// `ContextOverflowError`) with no more specific signal is `tokens`.
+pub fn classify(e: &StoredError) -> Option<OverflowKind> {
+    let text = format!("{} {}", e.message, e.response_body.as_deref().unwrap_or(""));
+    for src in [e.response_body.as_deref().unwrap_or(""), e.message.as_str()] {
+        if let Some(v) = first_json_object(src) {
+            if v.pointer("/error/type").and_then(Value::as_str) == Some("request_too_large") {
+                return Some(OverflowKind::Wire);
+            }
+            if v.pointer("/error/code").and_then(Value::as_str) == Some("context_length_exceeded") {
+                return Some(OverflowKind::Tokens);
+            }
+        }
+    }
+    if e.status_code == Some(413) {
+        return Some(OverflowKind::Wire);
+    }
+    let lower = text.to_lowercase();
+    for (list, kind) in [
+        (MEDIA, OverflowKind::Media),
+        (WIRE, OverflowKind::Wire),
+        (TOKENS, OverflowKind::Tokens),
+    ] {
+        if list.iter().any(|p| lower.contains(p)) {
+            return Some(kind);
+        }
+    }
+    (e.name == "ContextOverflowError").then_some(OverflowKind::Tokens)
+}
+
+pub fn check(s: &Session) -> Vec<Finding> {
+    s.messages
+        .iter()
+        .filter_map(|m| {
+            let e = m.error.as_ref()?;
+            let kind = classify(e)?;
+            let remedy = match kind {
+                OverflowKind::Tokens => "compaction can help: let the agent compact, or shrink offline with `session-doctor compact`",
+                OverflowKind::Wire | OverflowKind::Media => {
+                    "the agent's compaction resends the same body and fails too; strip media or truncate payload with `session-doctor compact`"
+                }
+            };
+            let mut f = Finding::new(
+                "overflow-error",
+                Severity::Error,
+                Some(&m.id),
+                format!(
+                    "{} stored a {} overflow ({}{})",
+                    m.id,
+                    kind.as_str(),
+                    e.name,
+                    if e.message.is_empty() { String::new() } else { format!(": {}", e.message) }
+                ),
+                remedy,
+            )
+            .with("kind", kind.as_str())
+            .with("error_name", e.name.clone());
+            if let Some(c) = e.status_code {
+                f = f.with("status_code", c);
+            }
+            Some(f)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(name: &str, code: Option<u16>, message: &str, body: Option<&str>) -> StoredError {
+        StoredError {
+            name: name.into(),
+            status_code: code,
+            message: message.into(),
+            response_body: body.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn structured_signals_win() {
+        let e = err(
+            "APIError",
+            Some(400),
+            "bad",
+            Some(r#"{"error":{"type":"request_too_large","message":"maximum context length"}}"#),
+        );
+        assert_eq!(classify(&e), Some(OverflowKind::Wire));
+        let e = err(
+            "APIError",
+            Some(400),
+            "x",
+            Some(r#"{"error":{"code":"context_length_exceeded"}}"#),
+        );
+        assert_eq!(classify(&e), Some(OverflowKind::Tokens));
+        assert_eq!(
+            classify(&err("APIError", Some(413), "", None)),
+            Some(OverflowKind::Wire)
+        );
+    }
+
+    #[test]
+    fn substrings_media_before_wire_before_tokens() {
+        let e = err(
+            "APIError",
+            Some(400),
+            "image exceeds 5 MB; request too large",
+            None,
+        );
+        assert_eq!(classify(&e), Some(OverflowKind::Media));
+        let e = err(
+            "APIError",
+            Some(400),
+            "Payload Too Large, prompt is too long",
+            None,
+        );
+        assert_eq!(classify(&e), Some(OverflowKind::Wire));
+        let e = err(
+            "APIError",
+            Some(400),
+            "This model's maximum context length is 8000 tokens",
+            None,
+        );
+        assert_eq!(classify(&e), Some(OverflowKind::Tokens));
+        assert_eq!(
+            classify(&err(
+                "APIError",
+                Some(400),
+                "stub: invalid request (FAIL400)",
+                None
+            )),
+            None
+        );
+        assert_eq!(
+            classify(&err("ContextOverflowError", None, "", None)),
+            Some(OverflowKind::Tokens)
+        );
+    }
+}

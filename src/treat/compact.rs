@@ -1,0 +1,424 @@
+//! Compact: shrink one session offline, with no model call, until its next
+//! turn fits the model budget and the request-size limit. Steps, in order,
+//! stopping as soon as the session fits:
+//! 1. `strip-media`: keep the newest media message's media; replace older
+//!    inline media by a text placeholder naming mime, file, bytes and hash;
+//! 2. `truncate-tool-output`: keep the newest completed tool outputs within the
+//!    tool-output budget (20% of usable); cut older ones to head + tail, newest
+//!    kept longest;
+//! 3. `truncate-text`: cut oversized text, reasoning and tool-input parts
+//!    (over the overflow budget, 5% of usable) to head + tail; the newest user
+//!    message is never cut;
+//! 4. `cut-history`: drop what the agent no longer sends (before the latest
+//!    completed compaction summary, as its own view does), or with
+//!    `keep_turns` everything before the last N user turns, with a note.
+//!
+//! Treatments never write: each step returns edits, the format module applies
+//! them to a model copy to measure, and to the store copy to write.
+
+use crate::budget::Budget;
+use crate::diagnose::historical_media;
+use crate::formats::{Change, Edit, Store, TextField};
+use crate::measure::{agent_overhead, estimate_tokens, next_turn};
+use crate::model::{PartKind, Role, Session, ToolStatus};
+use anyhow::Result;
+use serde::Serialize;
+
+/// What the compacted session must fit.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The model budget, when limits are known.
+    pub budget: Option<Budget>,
+    /// Largest request body (bytes).
+    pub max_request_bytes: u64,
+    /// Bytes kept for what the agent adds to each request.
+    pub headroom_bytes: u64,
+    pub keep_turns: Option<usize>,
+}
+
+impl Target {
+    /// Bytes the visible history may take on the wire.
+    pub fn max_history_bytes(&self) -> u64 {
+        self.max_request_bytes.saturating_sub(self.headroom_bytes)
+    }
+
+    /// Usable tokens: the model's, capped by what the byte limit allows
+    /// (about 4 bytes per token).
+    pub fn usable(&self) -> u64 {
+        let by_bytes = self.max_history_bytes() / 4;
+        self.budget
+            .as_ref()
+            .map_or(by_bytes, |b| b.usable.min(by_bytes))
+    }
+
+    /// Tokens of recent tool output kept whole: 20% of usable, floor 8000 clamped to usable.
+    pub fn tool_output_budget(&self) -> u64 {
+        let u = self.usable();
+        self.budget
+            .as_ref()
+            .map_or((u / 5).max(crate::budget::TOOL_OUTPUT_FLOOR.min(u)), |b| {
+                b.tool_output.min(u)
+            })
+    }
+
+    /// Tokens one part may keep once cut: 5% of usable, floor 2000 clamped to usable.
+    pub fn overflow_budget(&self) -> u64 {
+        let u = self.usable();
+        self.budget
+            .as_ref()
+            .map_or((u / 20).max(crate::budget::OVERFLOW_FLOOR.min(u)), |b| {
+                b.overflow.min(u)
+            })
+    }
+}
+
+/// The figures of one state of the session.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figures {
+    /// Estimated tokens of the visible messages.
+    pub tokens_estimated: u64,
+    /// Tokens of the next turn: the estimate plus the agent's overhead
+    /// calibrated on the original's last reported count.
+    pub tokens_next_turn: u64,
+    /// Last reported context tokens of the session as stored.
+    pub tokens_reported: Option<u64>,
+    /// Bytes stored for all messages and parts.
+    pub payload_bytes: u64,
+    /// Estimated request body of the next turn (visible history + headroom).
+    pub request_bytes: u64,
+    /// Decoded bytes of inline media in the whole session.
+    pub media_bytes: u64,
+    pub messages: usize,
+    pub visible_messages: usize,
+    /// Parts changed by this step (0 for the starting state).
+    pub parts_changed: usize,
+    pub fits: bool,
+}
+
+/// One applied step.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    pub step: &'static str,
+    pub edits: usize,
+    pub after: Figures,
+}
+
+/// The whole plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub before: Figures,
+    pub steps: Vec<StepReport>,
+    pub edits: Vec<Edit>,
+    pub fits: bool,
+    /// Why the budget is not reachable, when it is not.
+    pub unreachable: Option<String>,
+    pub usable_tokens: u64,
+    pub overhead_tokens: u64,
+}
+
+fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figures {
+    let nt = next_turn(s, Some(overhead));
+    let request_bytes = nt.wire_bytes + t.headroom_bytes;
+    let tokens_ok = t.budget.as_ref().is_none_or(|b| nt.tokens <= b.usable);
+    Figures {
+        tokens_estimated: nt.tokens_estimated,
+        tokens_next_turn: nt.tokens,
+        tokens_reported: s.context_tokens(),
+        payload_bytes: s.payload_bytes(),
+        request_bytes,
+        media_bytes: s.media_bytes(),
+        messages: s.messages.len(),
+        visible_messages: s.visible.len(),
+        parts_changed,
+        fits: tokens_ok && request_bytes <= t.max_request_bytes,
+    }
+}
+
+fn edit(s: &Session, message_id: &str, change: Change) -> Edit {
+    Edit {
+        session_id: s.id.clone(),
+        message_id: message_id.to_string(),
+        change,
+    }
+}
+
+/// Step 1: strip historical media.
+fn strip_media(s: &Session) -> Vec<Edit> {
+    let mut out = Vec::new();
+    for i in historical_media(s) {
+        let m = &s.messages[i];
+        for p in m.parts.iter().filter(|p| !p.media.is_empty()) {
+            let placeholder = p
+                .media
+                .iter()
+                .map(|x| {
+                    format!(
+                        "[Attached {}: {} - removed by session-doctor compact, {} bytes, sha256 {}]",
+                        x.mime,
+                        x.filename.as_deref().unwrap_or("(unnamed)"),
+                        x.decoded_bytes,
+                        &x.sha256[..12]
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.push(edit(
+                s,
+                &m.id,
+                Change::StripMedia {
+                    part_id: p.id.clone(),
+                    placeholder,
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// Step 2: truncate old completed tool outputs, newest kept longest.
+fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
+    let keep_tokens = t.tool_output_budget();
+    let base_cap = (t.overflow_budget() * 4) as usize;
+    let mut used = 0u64;
+    let mut rank = 0u32;
+    let mut out = Vec::new();
+    for &i in s.visible.iter().rev() {
+        let m = &s.messages[i];
+        for p in m.parts.iter().rev() {
+            let Some(tool) = &p.tool else { continue };
+            if tool.status != ToolStatus::Completed || tool.output_cleared {
+                continue;
+            }
+            let tokens = estimate_tokens(tool.output_chars);
+            if used + tokens <= keep_tokens {
+                used += tokens;
+                continue;
+            }
+            used = keep_tokens;
+            let cap = (base_cap >> rank.min(8)).max(400);
+            rank += 1;
+            if tool.output_chars as usize > cap {
+                out.push(edit(
+                    s,
+                    &m.id,
+                    Change::Truncate {
+                        part_id: p.id.clone(),
+                        field: TextField::ToolOutput,
+                        max_chars: cap,
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Step 3: truncate oversized text, reasoning and tool-input parts.
+fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
+    let cap = (t.overflow_budget() * 4) as usize;
+    let newest_user = s
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::User && m.compaction().is_none());
+    let mut out = Vec::new();
+    for &i in &s.visible {
+        if Some(i) == newest_user {
+            continue;
+        }
+        let m = &s.messages[i];
+        for p in &m.parts {
+            let field = match (&p.kind, &p.tool) {
+                (PartKind::Text | PartKind::Reasoning, _) => TextField::Text,
+                (PartKind::Tool, Some(_)) => TextField::ToolInput,
+                _ => continue,
+            };
+            let chars = match field {
+                TextField::Text => p.model_chars,
+                _ => p
+                    .model_chars
+                    .saturating_sub(p.tool.as_ref().map_or(0, |t| t.output_chars)),
+            };
+            if chars as usize > cap {
+                out.push(edit(
+                    s,
+                    &m.id,
+                    Change::Truncate {
+                        part_id: p.id.clone(),
+                        field,
+                        max_chars: cap,
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Step 4: drop history the agent no longer sends, or all but the last N user turns.
+fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
+    let keep: Vec<usize> = match keep_turns {
+        None => s.visible.clone(),
+        Some(n) => {
+            let turns: Vec<usize> = s
+                .visible
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    s.messages[i].role == Role::User && s.messages[i].compaction().is_none()
+                })
+                .collect();
+            if turns.len() <= n {
+                s.visible.clone()
+            } else {
+                let first = turns[turns.len() - n.max(1)];
+                let pos = s.visible.iter().position(|&i| i == first).unwrap_or(0);
+                s.visible[pos..].to_vec()
+            }
+        }
+    };
+    let dropped: Vec<usize> = (0..s.messages.len())
+        .filter(|i| !keep.contains(i))
+        .collect();
+    if dropped.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<Edit> = dropped
+        .iter()
+        .map(|&i| edit(s, &s.messages[i].id, Change::DropMessage))
+        .collect();
+    // Kept messages whose parent is dropped get the newest earlier kept user message.
+    let mut kept_sorted = keep.clone();
+    kept_sorted.sort();
+    for &i in &kept_sorted {
+        let m = &s.messages[i];
+        let Some(pid) = m.parent_id.as_deref() else {
+            continue;
+        };
+        let Some(p) = s.index_of(pid) else { continue };
+        if !dropped.contains(&p) {
+            continue;
+        }
+        let new = kept_sorted
+            .iter()
+            .rev()
+            .find(|&&k| k < i && s.messages[k].role == Role::User)
+            .or_else(|| {
+                kept_sorted
+                    .iter()
+                    .find(|&&k| s.messages[k].role == Role::User)
+            });
+        if let Some(&k) = new {
+            out.push(edit(
+                s,
+                &m.id,
+                Change::SetParent {
+                    old: Some(pid.to_string()),
+                    new: s.messages[k].id.clone(),
+                },
+            ));
+        }
+    }
+    if keep_turns.is_some() {
+        if let Some(&first_user) = kept_sorted
+            .iter()
+            .find(|&&k| s.messages[k].role == Role::User)
+        {
+            let turns = dropped
+                .iter()
+                .filter(|&&i| {
+                    s.messages[i].role == Role::User && s.messages[i].compaction().is_none()
+                })
+                .count();
+            out.push(edit(
+                s,
+                &s.messages[first_user].id,
+                Change::AddNote {
+                    text: format!(
+                        "[session-doctor compact: {} earlier messages ({turns} user turns) were removed from this session to fit the model budget]",
+                        dropped.len()
+                    ),
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// Why the session cannot fit even after every step.
+fn why_unreachable(s: &Session, t: &Target, f: &Figures) -> String {
+    let newest_user = s
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::User && m.compaction().is_none());
+    let mut why =
+        format!(
+        "still {} tokens and {} request bytes after every step (usable {} tokens, limit {} bytes)",
+        f.tokens_next_turn,
+        f.request_bytes,
+        t.budget.as_ref().map_or("unknown".to_string(), |b| b.usable.to_string()),
+        t.max_request_bytes
+    );
+    if let Some(i) = newest_user {
+        let m = &s.messages[i];
+        why.push_str(&format!(
+            "; the newest user message {} alone is {} tokens and {} bytes and is never cut",
+            m.id,
+            m.tokens_estimated(),
+            m.wire_bytes()
+        ));
+    }
+    why
+}
+
+/// Plans the compaction of `s`, measuring each step on the edited model.
+pub fn plan(store: &dyn Store, s: &Session, t: &Target) -> Result<Plan> {
+    let overhead = agent_overhead(s);
+    let before = figures(s, t, overhead, 0);
+    let mut plan = Plan {
+        fits: before.fits,
+        before,
+        steps: Vec::new(),
+        edits: Vec::new(),
+        unreachable: None,
+        usable_tokens: t.usable(),
+        overhead_tokens: overhead,
+    };
+    let mut cur = s.clone();
+    type StepFn<'a> = Box<dyn Fn(&Session) -> Vec<Edit> + 'a>;
+    let steps: Vec<(&'static str, StepFn)> = vec![
+        ("strip-media", Box::new(strip_media)),
+        (
+            "truncate-tool-output",
+            Box::new(|s| truncate_tool_outputs(s, t)),
+        ),
+        ("truncate-text", Box::new(|s| truncate_text(s, t))),
+        ("cut-history", Box::new(|s| cut_history(s, t.keep_turns))),
+    ];
+    for (name, step) in steps {
+        if plan.fits {
+            break;
+        }
+        let edits = step(&cur);
+        if edits.is_empty() {
+            continue;
+        }
+        cur = store.apply(&cur, &edits)?;
+        let parts_changed = edits
+            .iter()
+            .filter(|e| e.change.part_id().is_some())
+            .count();
+        let after = figures(&cur, t, overhead, parts_changed);
+        plan.fits = after.fits;
+        plan.steps.push(StepReport {
+            step: name,
+            edits: edits.len(),
+            after,
+        });
+        plan.edits.extend(edits);
+    }
+    if !plan.fits {
+        let last = plan.steps.last().map_or(&plan.before, |s| &s.after);
+        plan.unreachable = Some(why_unreachable(&cur, t, last));
+    }
+    Ok(plan)
+}
