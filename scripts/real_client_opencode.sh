@@ -3,6 +3,8 @@
 # Usage: scripts/real_client_opencode.sh [BIN]    (BIN default: target/debug/session-doctor)
 # Env: SD_FIXTURES (default fixtures/opencode), SD_OC_CASES (default "stale-parent compact kilo image errors"),
 #      SD_CLIENTS (see install_clients.sh).
+# A case written NAME:ARGS runs `compact NAME/<db> ARGS` instead of `repair` (copies shrunk by
+# strip/truncate/cut-history steps must load too); the default list has three such cases.
 #
 # Per case: repair fixtures/opencode/<case>/<db> --out <tmp> --format json; the out dir must hold
 # the db alone and pass integrity_check; the copy goes to an isolated $XDG_DATA_HOME/opencode/opencode.db;
@@ -30,7 +32,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 BIN="$(realpath -m "${1:-$root/target/debug/session-doctor}")"
 FIX="$(realpath -m "${SD_FIXTURES:-$root/fixtures/opencode}")"
-read -r -a CASES <<<"${SD_OC_CASES:-stale-parent compact kilo image errors}"
+DEFAULT_CASES="stale-parent compact kilo image errors
+prune:--session=ses_dfd1d09a7ffe1KlO67vOWSZvri,--max-request-bytes=150000
+noprogress:--session=ses_dfd1d915fffeGQ4egBG5GGhlmd,--context=2000,--max-output=200,--keep-turns=1
+kilo:--session=ses_dfd1699dfffeTGRV3habI8PCDk,--context=2400,--max-output=200,--keep-turns=1"
+read -r -d '' -a CASES <<<"${SD_OC_CASES:-$DEFAULT_CASES}" || true
 eval "$("$here/install_clients.sh")"   # sets OPENCODE_BIN, CCUSAGE_BIN
 [ -x "$BIN" ] || { echo "FAIL: session-doctor binary not found: $BIN" >&2; exit 2; }
 
@@ -40,7 +46,7 @@ trap 'rm -rf "$work"' EXIT
 # Hash every file under the cases' fixture dirs (new side files such as -wal/-shm show up too).
 fixture_hashes() {
   local c
-  for c in "${CASES[@]}"; do find "$FIX/$c" -type f -print0 2>/dev/null; done | sort -z | xargs -0r sha256sum
+  for c in "${CASES[@]}"; do find "$FIX/${c%%:*}" -type f -print0 2>/dev/null; done | sort -z | xargs -0r sha256sum
 }
 
 # oc CASE_DIR DATA_SUBDIR ARGS...: the real opencode, offline, in an isolated HOME/XDG, from an empty
@@ -56,15 +62,20 @@ oc() {
       NO_COLOR=1 timeout 120 "$OPENCODE_BIN" "$@" )
 }
 
+label() { case "$1" in *:*) echo "${1%%:*}-compact" ;; *) echo "$1" ;; esac; }
+
 run_case() {
-  local c="$1" dir="$work/$1" fixture db out extra copy
-  fixture="$(find "$FIX/$c" -maxdepth 1 \( -name opencode.db -o -name kilo.db \) | head -n1)"
-  [ -n "$fixture" ] || { echo "no opencode.db/kilo.db in $FIX/$c"; return 1; }
+  local c="$1" name="${1%%:*}" dir fixture db out extra copy cmd=(repair)
+  dir="$work/$(label "$c")"
+  if [ "$name" != "$c" ]; then IFS=, read -r -a cmd <<<"compact,${c#*:}"; fi
+  fixture="$(find "$FIX/$name" -maxdepth 1 \( -name opencode.db -o -name kilo.db \) | head -n1)"
+  [ -n "$fixture" ] || { echo "no opencode.db/kilo.db in $FIX/$name"; return 1; }
   db="$(basename "$fixture")"
   out="$dir/out"
   mkdir -p "$dir/home" "$dir/data/opencode" "$dir/cwd"
-  "$BIN" repair "$fixture" --out "$out" --format json >"$dir/changes.json" \
-    || { echo "session-doctor repair failed"; return 1; }
+  echo "  session-doctor ${cmd[*]} $fixture"
+  "$BIN" "${cmd[@]}" "$fixture" --out "$out" --format json >"$dir/changes.json" \
+    || { echo "session-doctor ${cmd[0]} failed"; return 1; }
 
   # The out dir holds the repaired db and nothing else (no -wal, -shm, -journal, temp files).
   [ -f "$out/$db" ] || { echo "repair wrote no $out/$db"; return 1; }
@@ -113,7 +124,7 @@ for line in (d / "sessions.txt").read_text().split("\n"):
     assert shape(r["messages"]) == shape(e["messages"]), f"{sid}: messages differ after import + re-export"
     exports[sid] = {m["info"]["id"]: m["info"] for m in e["messages"]}
 report = json.loads((d / "changes.json").read_text())
-assert report.get("schema_version") == 1, "repair --format json: schema_version != 1"
+assert report.get("schema_version") == 1, "--format json: schema_version != 1"
 parent_changes = [c for c in report["changes"] if c["field"] == "parentID"]
 for c in parent_changes:
     info = exports[c["session_id"]].get(c["message_id"])
@@ -128,16 +139,17 @@ EOF
 before="$(fixture_hashes)"
 failed=0
 for c in "${CASES[@]}"; do
+  l="$(label "$c")"
   # A background subshell, so that set -e applies inside run_case (it is ignored in an if-condition).
-  run_case "$c" >"$work/$c.log" 2>&1 &
+  run_case "$c" >"$work/$l.log" 2>&1 &
   if wait $!; then
-    cat "$work/$c.log"; echo "PASS real-client opencode: $c"
+    cat "$work/$l.log"; echo "PASS real-client opencode: $l"
   else
-    cat "$work/$c.log"; echo "FAIL real-client opencode: $c"; failed=1
+    cat "$work/$l.log"; echo "FAIL real-client opencode: $l"; failed=1
   fi
 done
 if [ "$(fixture_hashes)" = "$before" ] && [ -n "$before" ]; then
-  echo "PASS fixtures unchanged (sha256 of every file under $FIX/{${CASES[*]}})"
+  echo "PASS fixtures unchanged (sha256 of every file under the cases' fixture dirs in $FIX)"
 else
   echo "FAIL fixtures changed or missing under $FIX"; failed=1
 fi
