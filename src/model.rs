@@ -18,6 +18,10 @@ pub enum Agent {
     Opencode,
     /// Kilo CLI, the opencode fork (`kilo.db`).
     Kilo,
+    /// Claude Code (`~/.claude/projects/<cwd>/<session>.jsonl`).
+    ClaudeCode,
+    /// OpenAI Codex CLI (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
+    Codex,
 }
 
 impl Agent {
@@ -26,6 +30,8 @@ impl Agent {
         match self {
             Agent::Opencode => "opencode",
             Agent::Kilo => "kilo",
+            Agent::ClaudeCode => "claude-code",
+            Agent::Codex => "codex",
         }
     }
 }

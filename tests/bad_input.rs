@@ -137,7 +137,7 @@ fn an_empty_dir_or_missing_path_is_exit_2_with_a_message() {
         .arg(t.path())
         .assert()
         .code(2)
-        .stderr(contains("no opencode or Kilo session store found"));
+        .stderr(contains("no session store found"));
     bin()
         .arg("list")
         .arg(t.path().join("nope"))

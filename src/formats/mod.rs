@@ -151,7 +151,45 @@ pub struct Discovery {
     pub errors: Vec<String>,
 }
 
-/// Finds every store in `paths`: a db file, a data dir, a legacy `storage/`
+/// One storage format's detection hooks. A new agent is one module and one
+/// entry in [`FORMATS`].
+pub struct Format {
+    /// Name used in messages (`opencode/Kilo`).
+    pub name: &'static str,
+    /// Whether a file met while walking folders is worth opening.
+    pub wants_file: fn(&Path) -> bool,
+    /// Opens a file as a store: `Ok(None)` when it is not of this format.
+    pub open_file: fn(&Path) -> Result<Option<Box<dyn Store>>>,
+    /// Opens a folder as a store: `Ok(None)` when it is not one. A folder that
+    /// is a store is not searched further.
+    pub open_dir: fn(&Path) -> Result<Option<Box<dyn Store>>>,
+}
+
+/// Every supported format, tried in order.
+pub const FORMATS: &[Format] = &[opencode::FORMAT];
+
+fn open_any_file(p: &Path, walking: bool) -> Result<Option<Box<dyn Store>>> {
+    for f in FORMATS {
+        if walking && !(f.wants_file)(p) {
+            continue;
+        }
+        if let Some(s) = (f.open_file)(p)? {
+            return Ok(Some(s));
+        }
+    }
+    Ok(None)
+}
+
+fn open_any_dir(p: &Path) -> Result<Option<Box<dyn Store>>> {
+    for f in FORMATS {
+        if let Some(s) = (f.open_dir)(p)? {
+            return Ok(Some(s));
+        }
+    }
+    Ok(None)
+}
+
+/// Finds every store in `paths`: a store file, a data dir, a legacy `storage/`
 /// dir, or any folder containing these (searched with walkdir). Paths that
 /// hold nothing are reported in `errors`.
 pub fn discover(paths: &[PathBuf]) -> Discovery {
@@ -159,6 +197,11 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
         stores: Vec::new(),
         errors: Vec::new(),
     };
+    let names = FORMATS
+        .iter()
+        .map(|f| f.name)
+        .collect::<Vec<_>>()
+        .join(", ");
     for path in paths {
         let before = d.stores.len() + d.errors.len();
         if !path.exists() {
@@ -167,10 +210,10 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
             continue;
         }
         if path.is_file() {
-            match opencode::open_file(path) {
+            match open_any_file(path, false) {
                 Ok(Some(s)) => d.stores.push(s),
                 Ok(None) => d.errors.push(format!(
-                    "{}: not a session store (expected an opencode.db or kilo.db SQLite database)",
+                    "{}: not a session store of a supported agent ({names})",
                     path.display()
                 )),
                 Err(e) => d.errors.push(format!("{e:#}")),
@@ -187,29 +230,32 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
                 }
             };
             let p = entry.path();
-            if entry.file_type().is_dir() {
-                match opencode::open_dir(p) {
-                    Ok(Some(s)) => {
-                        d.stores.push(s);
-                        walker.skip_current_dir();
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        d.errors.push(format!("{e:#}"));
+            let opened = if entry.file_type().is_dir() {
+                open_any_dir(p)
+            } else if entry.file_type().is_file() {
+                open_any_file(p, true)
+            } else {
+                Ok(None)
+            };
+            match opened {
+                Ok(Some(s)) => {
+                    d.stores.push(s);
+                    if entry.file_type().is_dir() {
                         walker.skip_current_dir();
                     }
                 }
-            } else if entry.file_type().is_file() && opencode::looks_like_db(p) {
-                match opencode::open_file(p) {
-                    Ok(Some(s)) => d.stores.push(s),
-                    Ok(None) => {}
-                    Err(e) => d.errors.push(format!("{e:#}")),
+                Ok(None) => {}
+                Err(e) => {
+                    d.errors.push(format!("{e:#}"));
+                    if entry.file_type().is_dir() {
+                        walker.skip_current_dir();
+                    }
                 }
             }
         }
         if d.stores.len() + d.errors.len() == before {
             d.errors.push(format!(
-                "{}: no opencode or Kilo session store found (looked for opencode.db, kilo.db and legacy storage/ trees)",
+                "{}: no session store found ({names})",
                 path.display()
             ));
         }

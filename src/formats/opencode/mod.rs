@@ -18,6 +18,14 @@ pub use view::visible_view;
 /// Stored field names of the opencode message and part shapes.
 const PARENT_FIELD: &str = "parentID";
 
+/// The opencode / Kilo format's detection hooks.
+pub const FORMAT: super::Format = super::Format {
+    name: "opencode.db, kilo.db, legacy opencode storage/",
+    wants_file: looks_like_db,
+    open_file,
+    open_dir,
+};
+
 /// True for file names the SQLite module should look at while walking folders.
 pub fn looks_like_db(p: &Path) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
