@@ -388,3 +388,74 @@ fn overflow_errors_are_classified_on_a_413_copy_of_errors() {
     let doc = json(&["check", "--format", "json", oc("errors").to_str().unwrap()]);
     assert!(with_code(&doc, "overflow-error").is_empty());
 }
+
+/// The session wedged by HTTP 413 with the real opencode 1.18.33
+/// (fixtures/opencode/wedged-413/PROVENANCE.md): limit 150,000 bytes.
+#[test]
+fn wedged_413_is_diagnosed_and_compacted_under_the_limit() {
+    let src = oc("wedged-413");
+    let before = snapshot(&src);
+    let doc = json(&[
+        "check",
+        "--format",
+        "json",
+        "--max-request-bytes",
+        "150000",
+        src.to_str().unwrap(),
+    ]);
+    let p = with_code(&doc, "payload-too-large");
+    assert!(
+        p.iter()
+            .any(|f| f["request_bytes"].as_u64().unwrap() > 150_000),
+        "{doc:#}"
+    );
+    assert!(
+        p.iter()
+            .any(|f| f["part_id"] == "prt_203a4bc7a001nuBHgrM03jxeVq"),
+        "{doc:#}"
+    );
+    let c = with_code(&doc, "compaction-failed");
+    assert_eq!(c.len(), 2, "{doc:#}");
+    assert!(c[0]["remedy"].as_str().unwrap().contains("cannot help"));
+    // Failed overflow compactions are not a no-progress loop.
+    assert!(with_code(&doc, "compaction-loop").is_empty(), "{doc:#}");
+    let o = with_code(&doc, "overflow-error");
+    assert!(o.iter().all(|f| f["during_compaction"] == true), "{doc:#}");
+
+    let out = tempfile::tempdir().unwrap();
+    let (rc, plan) = compact(&[
+        src.to_str().unwrap(),
+        "--session",
+        "ses_dfc5b7f4affeWobb3V494h48Lq",
+        "--out",
+        out.path().to_str().unwrap(),
+        "--max-request-bytes",
+        "150000",
+    ]);
+    assert_eq!(before, snapshot(&src), "original untouched");
+    assert_eq!(rc, Some(0), "{plan:#}");
+    assert_eq!(plan["before"]["fits"], false);
+    let last = plan["steps"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["step"], "truncate-text", "{plan:#}");
+    assert!(last["after"]["request_bytes"].as_u64().unwrap() <= 150_000);
+    bin()
+        .args([
+            "check",
+            "--fail-on",
+            "error",
+            "--max-request-bytes",
+            "150000",
+        ])
+        .arg(out.path())
+        .assert()
+        .code(1); // the failed summaries and their overflow errors stay in the copy
+    let d = json(&[
+        "check",
+        "--format",
+        "json",
+        "--max-request-bytes",
+        "150000",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(with_code(&d, "payload-too-large").is_empty(), "{d:#}");
+}

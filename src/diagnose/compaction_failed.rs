@@ -21,7 +21,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                     e.name,
                     if e.message.is_empty() { String::new() } else { format!(": {}", e.message) }
                 ),
-                "the agent's own compaction resends the same history and can fail again; shrink the session offline (`session-doctor compact`) before resuming",
+                "the agent's own compaction cannot help: it resends the same history and fails again; shrink the session offline (`session-doctor compact`) before resuming",
             )
             .with("error_name", e.name.clone());
             if let Some(c) = e.status_code {

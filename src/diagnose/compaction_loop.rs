@@ -8,7 +8,10 @@
 //!   previous compaction reported less than 95% of the previous trigger count,
 //!   and its own trigger count is above 95% of the previous one; two
 //!   consecutive zero trigger counts also stall;
-//! - a manual compaction (`auto: false`) neither stalls nor continues a chain.
+//! - a manual compaction (`auto: false`) neither stalls nor continues a chain;
+//! - a compaction whose summary failed (or never came) is not a no-progress
+//!   compaction: it is `compaction-failed`'s, and is left out of the chain
+//!   (a session wedged by HTTP 413 retries failing overflow compactions).
 
 use super::{Finding, Severity};
 use crate::model::{Message, Role, Session};
@@ -16,6 +19,10 @@ use crate::model::{Message, Role, Session};
 /// 95%: a compaction that does not bring the count below this share of the
 /// previous trigger made no progress (5% threshold of opencode PR #29150).
 pub const PROGRESS_RATIO: f64 = 0.95;
+
+fn m_id(s: &Session, i: usize) -> &str {
+    &s.messages[i].id
+}
 
 fn counts(m: &Message) -> bool {
     m.role == Role::Assistant && !m.summary && m.finished()
@@ -42,6 +49,15 @@ pub fn chains(s: &Session) -> Vec<Chain> {
         };
         if !marker.auto {
             out.extend(cur.take());
+            continue;
+        }
+        let summarised = s.messages[c + 1..].iter().any(|m| {
+            m.role == Role::Assistant
+                && m.summary
+                && m.parent_id.as_deref() == Some(m_id(s, c))
+                && m.error.is_none()
+        });
+        if !summarised {
             continue;
         }
         let trigger = s.messages[..c]

@@ -105,9 +105,12 @@ pub fn check(s: &Session) -> Vec<Finding> {
         .filter_map(|m| {
             let e = m.error.as_ref()?;
             let kind = classify(e)?;
-            let remedy = match kind {
-                OverflowKind::Tokens => "compaction can help: let the agent compact, or shrink offline with `session-doctor compact`",
-                OverflowKind::Wire | OverflowKind::Media => {
+            // An overflow of the summary call itself: the agent's compaction is what fails.
+            let during_compaction = m.summary;
+            let remedy = match (kind, during_compaction) {
+                (_, true) => "the agent's own compaction overflowed and cannot help; shrink the session offline with `session-doctor compact` (strip media, truncate payload) before resuming",
+                (OverflowKind::Tokens, false) => "compaction can help: let the agent compact, or shrink offline with `session-doctor compact`",
+                (OverflowKind::Wire | OverflowKind::Media, false) => {
                     "the agent's compaction resends the same body and fails too; strip media or truncate payload with `session-doctor compact`"
                 }
             };
@@ -125,7 +128,8 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 remedy,
             )
             .with("kind", kind.as_str())
-            .with("error_name", e.name.clone());
+            .with("error_name", e.name.clone())
+            .with("during_compaction", during_compaction);
             if let Some(c) = e.status_code {
                 f = f.with("status_code", c);
             }

@@ -34,6 +34,7 @@ shared/tools/opencode-gen/stub_server.py):
                          0 = no limit. Checked before anything else (FAIL400 etc.).
   STUB_PORT=0            bind a free loopback port; the port actually bound is written to
   STUB_PORT_FILE         (if set; written atomically once the socket listens).
+  STUB_DUMP_DIR=D        write every raw request body to D/<n>.json (for inspection).
   Chunked request bodies (Transfer-Encoding: chunked) are read as well as Content-Length ones.
   Log lines (jsonl) carry for every request: "status" (200/400/413), "bytes" (raw body
   size), "nmsgs", "kind" (chat/compaction/title), "conv_bytes" (compact JSON of the
@@ -50,6 +51,7 @@ BASE = int(os.environ.get("STUB_BASE_PROMPT", "1500"))
 LOG = os.environ.get("STUB_LOG", "stub_requests.jsonl")
 MAX_BODY = int(os.environ.get("STUB_MAX_BODY_BYTES", "0") or "0")
 PORT_FILE = os.environ.get("STUB_PORT_FILE")
+DUMP_DIR = os.environ.get("STUB_DUMP_DIR")
 TOO_LARGE = {"error": {"type": "request_too_large",
                        "message": "Request exceeds the maximum allowed number of bytes."}}
 COUNTER = {"n": 0}
@@ -185,6 +187,9 @@ class H(BaseHTTPRequestHandler):
         if not isinstance(req, dict):
             req = {}
         COUNTER["n"] += 1
+        if DUMP_DIR:
+            with open(os.path.join(DUMP_DIR, "%d.json" % COUNTER["n"]), "wb") as f:
+                f.write(raw)
         sz = sizes(req, len(raw))
         if MAX_BODY and len(raw) > MAX_BODY:
             log(dict({"n": COUNTER["n"], "path": self.path, "status": 413, "decision": "http413",
