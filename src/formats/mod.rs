@@ -151,6 +151,9 @@ pub struct Discovery {
     pub errors: Vec<String>,
 }
 
+/// Opens a path as a store of one format: `Ok(None)` when it is not one.
+pub type Opener = fn(&Path) -> Result<Option<Box<dyn Store>>>;
+
 /// One storage format's detection hooks. A new agent is one module and one
 /// entry in [`FORMATS`].
 pub struct Format {
@@ -159,10 +162,10 @@ pub struct Format {
     /// Whether a file met while walking folders is worth opening.
     pub wants_file: fn(&Path) -> bool,
     /// Opens a file as a store: `Ok(None)` when it is not of this format.
-    pub open_file: fn(&Path) -> Result<Option<Box<dyn Store>>>,
+    pub open_file: Opener,
     /// Opens a folder as a store: `Ok(None)` when it is not one. A folder that
     /// is a store is not searched further.
-    pub open_dir: fn(&Path) -> Result<Option<Box<dyn Store>>>,
+    pub open_dir: Opener,
 }
 
 /// Every supported format, tried in order.
