@@ -98,3 +98,19 @@ fn completions_are_generated() {
         .success()
         .stdout(predicates::str::contains("session-doctor"));
 }
+
+#[test]
+fn shipped_completions_match_the_cli() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = bin().args(["completions", shell]).output().unwrap();
+        let shipped = std::fs::read(format!(
+            "{}/completions/session-doctor.{shell}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        assert!(
+            out.stdout == shipped,
+            "completions/session-doctor.{shell} is stale: regenerate with `session-doctor completions {shell}`"
+        );
+    }
+}
