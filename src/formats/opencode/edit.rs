@@ -183,6 +183,11 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout) -> Result<Session> {
                 *p = parse_part(&p.id, &p.message_id, raw, bytes).map_err(|err| anyhow!(err))?;
             }
             Change::DropMessage => dropped.push(m.id.clone()),
+            // A message id is a primary key (SQLite) or a file name (legacy tree):
+            // the store cannot hold two copies to choose from.
+            Change::DropCopies => {
+                anyhow::bail!("message {}: opencode stores hold one copy per id", m.id)
+            }
             Change::AddNote { text } => {
                 let raw = note_part(layout, &s.id, &m.id, text);
                 let bytes = layout.serialize(&raw).len() as u64;
@@ -268,6 +273,7 @@ pub fn describe(s: &Session, edit: &Edit) -> StoredChange {
             )
         }
         Change::AddNote { text } => ("part".to_string(), Value::Null, json!(text)),
+        Change::DropCopies => ("message".to_string(), json!("later copies"), Value::Null),
     };
     StoredChange {
         session_id: edit.session_id.clone(),
