@@ -551,3 +551,306 @@ fn claude_config_dir_is_a_default_path() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["sessions"][0]["id"], MULTI, "{doc:#}");
 }
+
+#[test]
+fn repair_of_the_derived_fixture_reparents_and_drops_rewritten_copies_only() {
+    let t = tempfile::tempdir().unwrap();
+    let src_dir = gen("double_compact_nometa");
+    let before = snapshot(&src_dir);
+    let out = t.path().join("fixed");
+    let r = json(&["repair", "--format", "json", p(&src_dir), "--out", p(&out)]);
+    assert_eq!(before, snapshot(&src_dir), "the original is untouched");
+    let changes = r["changes"].as_array().unwrap();
+    let reparent: Vec<&Value> = changes
+        .iter()
+        .filter(|c| c["field"] == "parentUuid")
+        .collect();
+    assert_eq!(reparent.len(), 1, "{r:#}");
+    assert_eq!(
+        reparent[0]["message_id"],
+        "53971763-661d-4d43-8d2a-630fa944bb8b"
+    );
+    assert_eq!(reparent[0]["old"], "b721d162-9695-4faf-8eb1-a9e20667e7eb");
+    assert_eq!(reparent[0]["new"], "e9e1c541-b47f-472f-9b52-c130f5a97209");
+    // 12 re-written uuids: their later copies go, the first lines stay.
+    assert_eq!(changes.iter().filter(|c| c["field"] == "line").count(), 12);
+    // Same layout under --out: DIR/projects/<encoded cwd>/<id>.jsonl.
+    let rel = gen_file("double_compact_nometa")
+        .strip_prefix(&src_dir)
+        .unwrap()
+        .to_path_buf();
+    assert_eq!(
+        r["copies"][0]["dest"].as_str().unwrap(),
+        out.join(&rel).to_str().unwrap()
+    );
+    let copy = out.join(&rel);
+    let doc = check(&copy, &[]);
+    assert!(findings(&doc).is_empty(), "{doc:#}");
+    // Line by line: the copy is the original minus the 15 copies, with line 28
+    // changed in parentUuid only; every other line is byte-identical.
+    let orig = lines(&gen_file("double_compact_nometa"));
+    let fixed = lines(&copy);
+    assert_eq!(fixed.len(), orig.len() - 15);
+    let changed: Vec<&Vec<u8>> = fixed.iter().filter(|l| !orig.contains(l)).collect();
+    assert_eq!(changed.len(), 1);
+    let mut a: Value = serde_json::from_slice(changed[0]).unwrap();
+    let mut b: Value = serde_json::from_slice(&orig[27]).unwrap();
+    assert_eq!(a["parentUuid"], "e9e1c541-b47f-472f-9b52-c130f5a97209");
+    a["parentUuid"] = Value::Null;
+    b["parentUuid"] = Value::Null;
+    assert_eq!(a, b, "every other field of the line is kept");
+    // Token totals are unchanged: only copies and a parent link changed.
+    let l1 = json(&["list", "--format", "json", p(&copy)]);
+    let l0 = json(&["list", "--format", "json", p(&src_dir)]);
+    assert_eq!(
+        l1["sessions"][0]["tokens_total"],
+        l0["sessions"][0]["tokens_total"]
+    );
+    // A second run refuses to overwrite, --force replaces.
+    bin()
+        .args(["repair", p(&src_dir), "--out", p(&out)])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--force"));
+    bin()
+        .args(["repair", p(&src_dir), "--out", p(&out), "--force"])
+        .assert()
+        .code(0);
+    // --out inside the source's config dir is refused.
+    bin()
+        .args(["repair", p(&src_dir), "--out"])
+        .arg(src_dir.join("projects/elsewhere"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("refusing --out"));
+}
+
+#[test]
+fn repair_of_a_dangling_parent_links_to_the_last_valid_message() {
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("multi");
+    let dir = t.path().join("in/projects/p");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join(src.file_name().unwrap());
+    let mut ls = lines(&src);
+    let mut v: Value = serde_json::from_slice(&ls[21]).unwrap();
+    v["parentUuid"] = json!("00000000-0000-4000-8000-000000000000");
+    ls[21] = format!("{}\n", serde_json::to_string(&v).unwrap()).into_bytes();
+    std::fs::write(&dst, ls.concat()).unwrap();
+    let out = t.path().join("out");
+    bin()
+        .args(["repair", p(&t.path().join("in")), "--out", p(&out)])
+        .assert()
+        .code(0);
+    let copy = out.join("projects/p").join(src.file_name().unwrap());
+    assert!(findings(&check(&copy, &[])).is_empty());
+    // The repaired copy equals the real file: line 22's parent was line 17.
+    assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&src).unwrap());
+}
+
+#[test]
+fn repair_keeps_sub_agent_files_in_their_places() {
+    let t = tempfile::tempdir().unwrap();
+    let src = cc("claude-code-log");
+    let out = t.path().join("out");
+    bin()
+        .args(["repair", p(&src.join("projects")), "--out", p(&out)])
+        .assert()
+        .code(0);
+    let project = "projects/-Users-dain-workspace-danieldemmel-me-next";
+    for f in [
+        "5ed31c36-bca8-40fd-8d24-f1a1f0af7901.jsonl",
+        "agent-c3d572ee.jsonl",
+        "agent-c63fe96c.jsonl",
+        "7864f562-717b-4d70-a1cb-b588f7826a1a.jsonl",
+        "agent-3ea04571.jsonl",
+    ] {
+        assert_eq!(
+            std::fs::read(out.join(project).join(f)).unwrap(),
+            std::fs::read(src.join(project).join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn compact_keeps_from_the_latest_boundary_and_strips_old_images() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("small");
+    let src_dir = gen("image");
+    let before = snapshot(&src_dir);
+    let r = json(&[
+        "compact",
+        p(&src_dir),
+        "--session",
+        IMAGE,
+        "--out",
+        p(&out),
+        "--format",
+        "json",
+        "--context",
+        "19000",
+        "--max-output",
+        "1000",
+        "--keep-turns",
+        "1",
+    ]);
+    assert_eq!(before, snapshot(&src_dir));
+    assert_eq!(r["written"], true, "{r:#}");
+    let steps: Vec<&str> = r["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, vec!["strip-media", "cut-history"], "{r:#}");
+    let strip = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["part_id"] == "c88339d6-6fc8-467f-b0f7-4d9df1cb5f51#1")
+        .unwrap();
+    assert!(strip["new"].as_str().unwrap().starts_with(
+        "[Attached image/png: (unnamed) - removed by session-doctor compact, 26065 bytes"
+    ));
+    let copy = out.join(gen_file("image").strip_prefix(&src_dir).unwrap());
+    let list = json(&["list", "--format", "json", p(&copy)]);
+    assert_eq!(list["sessions"][0]["media_bytes"], 0);
+    let doc = check(&copy, &[]);
+    assert!(
+        findings(&doc).iter().all(|f| f["severity"] != "error"),
+        "{doc:#}"
+    );
+    // The last turn is kept whole; the note says what went.
+    let text = std::fs::read_to_string(&copy).unwrap();
+    assert!(text.contains("Step 5: after compacting"));
+    assert!(text.contains("[session-doctor compact: "));
+    // Message lines from before it are gone (queue-operation lines, which
+    // repeat prompts, are metadata and stay).
+    assert!(!text
+        .lines()
+        .any(|l| l.contains("\"type\":\"user\"") && l.contains("Step 1: is there a diagram")));
+}
+
+#[test]
+fn compact_truncates_old_tool_results_and_their_tool_use_result() {
+    // A copy of multi whose early Read result is long: cut it in the copy.
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("multi");
+    let dir = t.path().join("in/projects/p");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join(src.file_name().unwrap());
+    let mut ls = lines(&src);
+    // Lines 65 and 73 hold tool results after the latest boundary.
+    let long = "0123456789abcdef".repeat(4000);
+    for i in [64, 72] {
+        let mut v: Value = serde_json::from_slice(&ls[i]).unwrap();
+        v["message"]["content"][0]["content"] = json!(long.clone());
+        v["toolUseResult"] = json!({"stdout": long.clone(), "stderr": "", "interrupted": false});
+        ls[i] = format!("{}\n", serde_json::to_string(&v).unwrap()).into_bytes();
+    }
+    std::fs::write(&dst, ls.concat()).unwrap();
+    let out = t.path().join("out");
+    let r = json(&[
+        "compact",
+        p(&t.path().join("in")),
+        "--session",
+        MULTI,
+        "--out",
+        p(&out),
+        "--format",
+        "json",
+        "--max-request-bytes",
+        "150000",
+    ]);
+    assert_eq!(r["written"], true, "{r:#}");
+    assert_eq!(r["steps"][0]["step"], "truncate-tool-output", "{r:#}");
+    let copy = out.join("projects/p").join(src.file_name().unwrap());
+    let fixed = lines(&copy);
+    let v: Value = serde_json::from_slice(&fixed[64]).unwrap();
+    let c = v["message"]["content"][0]["content"].as_str().unwrap();
+    assert!(c.len() < long.len() && c.contains("characters removed by session-doctor compact"));
+    let o = v["toolUseResult"]["stdout"].as_str().unwrap();
+    assert!(o.len() < long.len());
+    assert_eq!(v["toolUseResult"]["interrupted"], false);
+    // The newest tool output within the budget stays whole.
+    let w: Value = serde_json::from_slice(&fixed[72]).unwrap();
+    assert_eq!(w["message"]["content"][0]["content"], json!(long));
+}
+
+#[test]
+fn originals_are_untouched_by_every_command() {
+    let t = tempfile::tempdir().unwrap();
+    let root = cc("");
+    let before = snapshot(&root);
+    let o = |s: &str| t.path().join(s).display().to_string();
+    let r = p(&root).to_string();
+    let nometa = p(&gen("double_compact_nometa")).to_string();
+    let runs: Vec<Vec<String>> = vec![
+        vec!["list".into(), r.clone()],
+        vec!["list".into(), "--format".into(), "json".into(), r.clone()],
+        vec![
+            "inspect".into(),
+            "--session".into(),
+            DOUBLE.into(),
+            "--top".into(),
+            "3".into(),
+            nometa.clone(),
+        ],
+        vec!["check".into(), "--format".into(), "json".into(), r.clone()],
+        vec![
+            "repair".into(),
+            r.clone(),
+            "--out".into(),
+            o("dry"),
+            "--dry-run".into(),
+        ],
+        vec!["repair".into(), r.clone(), "--out".into(), o("copy")],
+        vec![
+            "repair".into(),
+            r.clone(),
+            "--out".into(),
+            o("copy"),
+            "--force".into(),
+        ],
+        vec![
+            "compact".into(),
+            nometa.clone(),
+            "--session".into(),
+            DOUBLE.into(),
+            "--out".into(),
+            o("c"),
+            "--context".into(),
+            "19000".into(),
+            "--max-output".into(),
+            "1000".into(),
+            "--keep-turns".into(),
+            "1".into(),
+        ],
+        vec![
+            "compact".into(),
+            nometa,
+            "--session".into(),
+            DOUBLE.into(),
+            "--out".into(),
+            o("c"),
+            "--force".into(),
+            "--context".into(),
+            "19000".into(),
+            "--max-output".into(),
+            "1000".into(),
+            "--dry-run".into(),
+        ],
+    ];
+    for args in runs {
+        let out = bin().args(&args).output().unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(1)),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(before, snapshot(&root), "{args:?} changed the fixtures");
+    }
+    assert!(!t.path().join("dry").exists());
+    assert!(t.path().join("c").exists());
+}

@@ -439,14 +439,14 @@ pub fn describe(s: &Session, edit: &Edit) -> StoredChange {
                 .iter()
                 .filter(|x| x.id == edit.message_id)
                 .count();
+            let first = m.and_then(|m| m.line).map_or(0, |l| l.line);
             (
                 "line".to_string(),
                 json!(format!(
-                    "{} copies of the line{}; the first is kept",
-                    n.saturating_sub(1),
-                    line(m)
+                    "line {first} and {} later copies of it",
+                    n.saturating_sub(1)
                 )),
-                Value::Null,
+                json!(format!("line {first} only")),
             )
         }
         Change::AddNote { text } => (at(""), Value::Null, json!(text)),

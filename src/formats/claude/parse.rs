@@ -551,6 +551,19 @@ pub(super) fn finish(s: &mut Session) {
         }
     }
     view::resolve_markers(s);
+    // Claude Code relinks preserved messages under the summary on resume: a
+    // copy that drops their stored parents is fine.
+    let preserved: HashSet<String> = s
+        .messages
+        .iter()
+        .filter_map(|m| m.compaction())
+        .flat_map(|c| c.preserved.iter().cloned())
+        .collect();
+    for m in &mut s.messages {
+        if preserved.contains(&m.id) {
+            m.parent_optional = true;
+        }
+    }
     s.visible = view::visible_view(s);
     s.notes.clear();
     let boundaries = s.compactions();
