@@ -854,3 +854,56 @@ fn originals_are_untouched_by_every_command() {
     assert!(!t.path().join("dry").exists());
     assert!(t.path().join("c").exists());
 }
+
+#[test]
+fn a_stale_parent_on_the_resume_path_is_an_error_and_repair_fixes_it() {
+    // The derived fixture with line 69 (after boundary 2) re-pointed to line 47
+    // (before it): Claude Code 2.1.197 then sends the whole pre-compaction
+    // history (scripts/claude_resume_check.sh, case `onpath`).
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("double_compact_nometa");
+    let dir = t.path().join("in/projects/p");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join(src.file_name().unwrap());
+    let mut ls = lines(&src);
+    let mut v: Value = serde_json::from_slice(&ls[68]).unwrap();
+    let target: Value = serde_json::from_slice(&ls[46]).unwrap();
+    v["parentUuid"] = target["uuid"].clone();
+    ls[68] = format!("{}\n", serde_json::to_string(&v).unwrap()).into_bytes();
+    std::fs::write(&dst, ls.concat()).unwrap();
+    let f = with_code(&check(&dst, &[]), "stale-parent");
+    let on_path: Vec<&Value> = f.iter().filter(|f| f["line"] == 69).collect();
+    assert_eq!(on_path.len(), 1, "{f:#?}");
+    assert_eq!(on_path[0]["severity"], "error");
+    assert_eq!(on_path[0]["on_resume_path"], true);
+    // Nothing preserved: boundary 2's summary (line 68).
+    assert_eq!(
+        on_path[0]["suggested_parent_id"],
+        "379d6f3a-ef14-47fc-b79c-92e413417dc2"
+    );
+    let out = t.path().join("out");
+    bin()
+        .args(["repair", p(&t.path().join("in")), "--out", p(&out)])
+        .assert()
+        .code(0);
+    let copy = out.join("projects/p").join(src.file_name().unwrap());
+    let doc = check(&copy, &[]);
+    assert!(with_code(&doc, "stale-parent").is_empty(), "{doc:#}");
+    // The resume view of the copy starts at boundary 2 again.
+    let i = json(&["inspect", "--session", DOUBLE, "--format", "json", p(&copy)]);
+    let first_visible = i["sessions"][0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["flags"].as_array().unwrap().contains(&json!("visible")))
+        .unwrap()["line"]
+        .as_u64()
+        .unwrap();
+    let list = lines(&copy);
+    let boundary = list
+        .iter()
+        .rposition(|l| String::from_utf8_lossy(l).contains("compact_boundary"))
+        .unwrap() as u64
+        + 1;
+    assert_eq!(first_visible, boundary);
+}

@@ -19,16 +19,15 @@
 //!    hang below the preserved tail: the request is `[summary, preserved...,
 //!    what follows]`.
 //!
-//! Observed (scripts/claude_resume_check.sh; messages in the first request,
-//! the new prompt included): `claude-code-gen/double_compact` as stored, 12
-//! (summary, preserved reply, the rest); a post-boundary line re-pointed to a
-//! pre-boundary entry, 12 with the metadata (neutralised), 25 without it (the
-//! whole pre-compaction history, no summary); `multi` 21 with the metadata
-//! (summary + 8 preserved), 15 without (summary, no preserved); a 2.1.39
-//! spotter session (no metadata): the summary and what follows. One case is
-//! not modelled: `double_compact` with the latest boundary's metadata removed
-//! sends 10, without its summary (a `/compact` issued inside one stream-json
-//! process); the view still counts the summary there.
+//! Observed (scripts/claude_resume_check.sh and by hand; messages in the
+//! first request, the new prompt included): `claude-code-gen/double_compact`
+//! as stored, 12 (summary, preserved reply, the rest); with the preserved
+//! metadata removed, 10 (no preserved reply; the summary merges into the next
+//! user message); that file with a post-boundary line re-pointed to a
+//! pre-boundary entry, 25 (the whole pre-compaction history, no summary), and
+//! 12 when the metadata is kept (neutralised); `multi` 21 with the metadata
+//! (summary + 8 preserved), 15 without; a 2.1.39 spotter session (no
+//! metadata): the summary and what follows.
 
 use crate::model::{Message, Role, Session};
 use serde_json::Value;
