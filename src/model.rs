@@ -429,9 +429,18 @@ impl Session {
         }
     }
 
-    /// Index of a message by id.
+    /// Index of a message by id (its first copy).
     pub fn index_of(&self, id: &str) -> Option<usize> {
         self.messages.iter().position(|m| m.id == id)
+    }
+
+    /// Id -> index of its first copy, for rules that look many ids up.
+    pub fn id_index(&self) -> std::collections::HashMap<&str, usize> {
+        let mut map = std::collections::HashMap::with_capacity(self.messages.len());
+        for (i, m) in self.messages.iter().enumerate() {
+            map.entry(m.id.as_str()).or_insert(i);
+        }
+        map
     }
 
     /// Sum of stored usage over all messages; a provider response stored over

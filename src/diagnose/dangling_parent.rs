@@ -67,6 +67,7 @@ pub fn suggested_parent(s: &Session, index: usize) -> Option<String> {
             .map(|m| m.id.clone()),
         ParentLinks::Chain => {
             let ok = resolves(s);
+            let first = s.id_index();
             let file = m.line.map(|l| l.file);
             (0..index)
                 .rev()
@@ -77,7 +78,7 @@ pub fn suggested_parent(s: &Session, index: usize) -> Option<String> {
                         && c.sidechain == m.sidechain
                         && c.line.map(|l| l.file) == file
                         && matches!(c.role, Role::User | Role::Assistant)
-                        && s.index_of(&c.id) == Some(i)
+                        && first.get(c.id.as_str()) == Some(&i)
                 })
                 .map(|i| s.messages[i].id.clone())
         }
@@ -87,14 +88,12 @@ pub fn suggested_parent(s: &Session, index: usize) -> Option<String> {
 /// Indexes of messages whose parent id names no message of the session
 /// (messages whose missing parent is expected left out).
 pub fn dangling(s: &Session) -> Vec<usize> {
+    let ids = s.id_index();
     s.messages
         .iter()
         .enumerate()
         .filter(|(_, m)| {
-            !m.parent_optional
-                && m.parent_id
-                    .as_deref()
-                    .is_some_and(|p| s.index_of(p).is_none())
+            !m.parent_optional && m.parent_id.as_deref().is_some_and(|p| !ids.contains_key(p))
         })
         .map(|(i, _)| i)
         .collect()
@@ -138,11 +137,12 @@ pub fn check(s: &Session) -> Vec<Finding> {
 
 /// `dangling-logical-parent`: see the module doc.
 pub fn check_logical(s: &Session) -> Vec<Finding> {
+    let ids = s.id_index();
     s.messages
         .iter()
         .filter_map(|m| {
             let lp = m.logical_parent_id.as_deref()?;
-            if s.index_of(lp).is_some() {
+            if ids.contains_key(lp) {
                 return None;
             }
             let mut f = Finding::new(

@@ -22,7 +22,7 @@
 
 use super::{Finding, Severity};
 use crate::model::{ParentLinks, Role, Session};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A stale parent: message index, its parent id, the compaction index, and
 /// the parent the repair should set.
@@ -55,6 +55,8 @@ pub fn stale_parents(s: &Session) -> Vec<StaleParent> {
 }
 
 fn user_turn(s: &Session) -> Vec<StaleParent> {
+    let ids = s.id_index();
+    let visible: HashSet<usize> = s.visible.iter().copied().collect();
     let mut out = Vec::new();
     let mut last_compaction: Option<usize> = None;
     for (a, m) in s.messages.iter().enumerate() {
@@ -67,7 +69,7 @@ fn user_turn(s: &Session) -> Vec<StaleParent> {
         else {
             continue;
         };
-        let Some(p) = s.index_of(pid) else { continue };
+        let Some(&p) = ids.get(pid) else { continue };
         if p >= c || s.messages[p].role != Role::User {
             continue;
         }
@@ -81,7 +83,7 @@ fn user_turn(s: &Session) -> Vec<StaleParent> {
             compaction_index: c,
             suggested_parent_id: s.messages[suggested].id.clone(),
             neutralised: false,
-            on_resume_path: s.is_visible(a),
+            on_resume_path: visible.contains(&a),
         });
     }
     out
@@ -110,6 +112,7 @@ fn chain(s: &Session) -> Vec<StaleParent> {
         return Vec::new();
     };
     let prunes = s.messages[latest].compaction().is_some_and(|c| c.prunes);
+    let visible: HashSet<usize> = s.visible.iter().copied().collect();
     let mut out = Vec::new();
     for (i, m) in s.messages.iter().enumerate() {
         let Some(&(first, last)) = pos.get(m.id.as_str()) else {
@@ -151,7 +154,7 @@ fn chain(s: &Session) -> Vec<StaleParent> {
             compaction_index: b,
             suggested_parent_id: suggested,
             neutralised: prunes,
-            on_resume_path: s.is_visible(last),
+            on_resume_path: visible.contains(&last),
         });
     }
     out
