@@ -309,9 +309,10 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     }
     let dropped_ids: HashSet<&str> = dropped.iter().map(|&i| s.messages[i].id.as_str()).collect();
     let mut out: Vec<Edit> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for &i in &dropped {
         let id = s.messages[i].id.as_str();
-        if !out.iter().any(|e| e.message_id == id) {
+        if seen.insert(id) {
             out.push(edit(s, id, Change::DropMessage));
         }
     }

@@ -301,10 +301,14 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
     let mut out = s.clone();
     let edits: Vec<&Edit> = edits.iter().filter(|e| e.session_id == s.id).collect();
     let plan = Plan::new(&edits);
+    let mut copies: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, m) in out.messages.iter().enumerate() {
+        if plan.content.contains_key(m.id.as_str()) {
+            copies.entry(m.id.clone()).or_default().push(i);
+        }
+    }
     for (id, changes) in &plan.content {
-        let idx: Vec<usize> = (0..out.messages.len())
-            .filter(|&i| out.messages[i].id == *id)
-            .collect();
+        let idx = copies.remove(*id).unwrap_or_default();
         if idx.is_empty() {
             return Err(anyhow!("message {id} not in session {}", s.id));
         }
