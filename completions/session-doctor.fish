@@ -30,19 +30,41 @@ complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "list"
 complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "inspect" -d 'One row per message of a session: sizes, tokens, parts, flags'
 complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "check" -d 'Diagnose sessions; exit 1 when a finding reaches --fail-on'
 complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "repair" -d 'Write a repaired copy of the store(s) into --out'
+complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "compact" -d 'Write a copy in which one session fits its model budget and request-size limit'
 complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
 json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l context -d 'Context window of the model the session resumes with (tokens)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l max-output -d 'Maximum output tokens of that model' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l input-limit -d 'Input limit of that model (tokens), when it has one' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l model -d 'Look the limits of this `provider/model` up in the models.dev JSON' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l session -d 'Only this session' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
 json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l context -d 'Context window of the model the session resumes with (tokens)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l max-output -d 'Maximum output tokens of that model' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l input-limit -d 'Input limit of that model (tokens), when it has one' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l model -d 'Look the limits of this `provider/model` up in the models.dev JSON' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l session -d 'The session to inspect' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l top -d 'Also list the N largest parts (by stored bytes)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
 json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l context -d 'Context window of the model the session resumes with (tokens)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l max-output -d 'Maximum output tokens of that model' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l input-limit -d 'Input limit of that model (tokens), when it has one' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l model -d 'Look the limits of this `provider/model` up in the models.dev JSON' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l session -d 'Only this session' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l fail-on -d 'Exit 1 when a finding of this severity or worse exists (`never`: always 0)' -r -f -a "error\t''
 warning\t''
@@ -51,15 +73,38 @@ never\t''"
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
 json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l context -d 'Context window of the model the session resumes with (tokens)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l max-output -d 'Maximum output tokens of that model' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l input-limit -d 'Input limit of that model (tokens), when it has one' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l model -d 'Look the limits of this `provider/model` up in the models.dev JSON' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l out -d 'Folder to write the copies into (created if missing). Never the source folder or inside it' -r -F
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l session -d 'Only repair this session (the whole store is still copied)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l dry-run -d 'Print the changes, write nothing'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l force -d 'Replace copies that already exist under --out'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
+json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l context -d 'Context window of the model the session resumes with (tokens)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l max-output -d 'Maximum output tokens of that model' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l input-limit -d 'Input limit of that model (tokens), when it has one' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l model -d 'Look the limits of this `provider/model` up in the models.dev JSON' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l session -d 'The session to compact (the whole store is still copied)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l out -d 'Folder to write the copy into. Never the source folder or inside it' -r -F
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l keep-turns -d 'If cutting history is needed, keep only the last N user turns' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l dry-run -d 'Print the plan (steps, figures, changes), write nothing'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l force -d 'Replace a copy that already exists under --out'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "list" -d 'One row per session: sizes, compactions, token totals, findings'
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "inspect" -d 'One row per message of a session: sizes, tokens, parts, flags'
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "check" -d 'Diagnose sessions; exit 1 when a finding reaches --fail-on'
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "repair" -d 'Write a repaired copy of the store(s) into --out'
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair compact completions help" -f -a "list" -d 'One row per session: sizes, compactions, token totals, findings'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair compact completions help" -f -a "inspect" -d 'One row per message of a session: sizes, tokens, parts, flags'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair compact completions help" -f -a "check" -d 'Diagnose sessions; exit 1 when a finding reaches --fail-on'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair compact completions help" -f -a "repair" -d 'Write a repaired copy of the store(s) into --out'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair compact completions help" -f -a "compact" -d 'Write a copy in which one session fits its model budget and request-size limit'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair compact completions help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand help; and not __fish_seen_subcommand_from list inspect check repair compact completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -32,45 +32,94 @@ _session-doctor() {
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
 json\:"One JSON document with "schema_version"\: 1"))' \
+'--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
+'--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
+'--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
+'--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
+'--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
+'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds]:SHARE:_default' \
 '--session=[Only this session]:ID:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share:_files' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, and Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR, else $HOME/.config/claude and $HOME/.claude:_files' \
 && ret=0
 ;;
 (inspect)
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
 json\:"One JSON document with "schema_version"\: 1"))' \
+'--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
+'--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
+'--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
+'--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
+'--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
+'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds]:SHARE:_default' \
 '--session=[The session to inspect]:ID:_default' \
 '--top=[Also list the N largest parts (by stored bytes)]:N:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share:_files' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, and Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR, else $HOME/.config/claude and $HOME/.claude:_files' \
 && ret=0
 ;;
 (check)
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
 json\:"One JSON document with "schema_version"\: 1"))' \
+'--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
+'--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
+'--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
+'--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
+'--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
+'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds]:SHARE:_default' \
 '--session=[Only this session]:ID:_default' \
 '--fail-on=[Exit 1 when a finding of this severity or worse exists (\`never\`\: always 0)]:FAIL_ON:(error warning info never)' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share:_files' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, and Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR, else $HOME/.config/claude and $HOME/.claude:_files' \
 && ret=0
 ;;
 (repair)
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
 json\:"One JSON document with "schema_version"\: 1"))' \
+'--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
+'--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
+'--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
+'--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
+'--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
+'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds]:SHARE:_default' \
 '--out=[Folder to write the copies into (created if missing). Never the source folder or inside it]:DIR:_files' \
 '--session=[Only repair this session (the whole store is still copied)]:ID:_default' \
 '--dry-run[Print the changes, write nothing]' \
 '--force[Replace copies that already exist under --out]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share:_files' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, and Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR, else $HOME/.config/claude and $HOME/.claude:_files' \
+&& ret=0
+;;
+(compact)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format]:FORMAT:((table\:"Tables for people"
+json\:"One JSON document with "schema_version"\: 1"))' \
+'--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
+'--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
+'--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
+'--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
+'--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
+'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds]:SHARE:_default' \
+'--session=[The session to compact (the whole store is still copied)]:ID:_default' \
+'--out=[Folder to write the copy into. Never the source folder or inside it]:DIR:_files' \
+'--keep-turns=[If cutting history is needed, keep only the last N user turns]:N:_default' \
+'--dry-run[Print the plan (steps, figures, changes), write nothing]' \
+'--force[Replace a copy that already exists under --out]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, and Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR, else $HOME/.config/claude and $HOME/.claude:_files' \
 && ret=0
 ;;
 (completions)
@@ -108,6 +157,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(compact)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -132,6 +185,7 @@ _session-doctor_commands() {
 'inspect:One row per message of a session\: sizes, tokens, parts, flags' \
 'check:Diagnose sessions; exit 1 when a finding reaches --fail-on' \
 'repair:Write a repaired copy of the store(s) into --out' \
+'compact:Write a copy in which one session fits its model budget and request-size limit' \
 'completions:Print a shell completion script to stdout' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -141,6 +195,11 @@ _session-doctor_commands() {
 _session-doctor__subcmd__check_commands() {
     local commands; commands=()
     _describe -t commands 'session-doctor check commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__compact_commands] )) ||
+_session-doctor__subcmd__compact_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor compact commands' commands "$@"
 }
 (( $+functions[_session-doctor__subcmd__completions_commands] )) ||
 _session-doctor__subcmd__completions_commands() {
@@ -154,6 +213,7 @@ _session-doctor__subcmd__help_commands() {
 'inspect:One row per message of a session\: sizes, tokens, parts, flags' \
 'check:Diagnose sessions; exit 1 when a finding reaches --fail-on' \
 'repair:Write a repaired copy of the store(s) into --out' \
+'compact:Write a copy in which one session fits its model budget and request-size limit' \
 'completions:Print a shell completion script to stdout' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -163,6 +223,11 @@ _session-doctor__subcmd__help_commands() {
 _session-doctor__subcmd__help__subcmd__check_commands() {
     local commands; commands=()
     _describe -t commands 'session-doctor help check commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__help__subcmd__compact_commands] )) ||
+_session-doctor__subcmd__help__subcmd__compact_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor help compact commands' commands "$@"
 }
 (( $+functions[_session-doctor__subcmd__help__subcmd__completions_commands] )) ||
 _session-doctor__subcmd__help__subcmd__completions_commands() {
