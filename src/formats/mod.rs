@@ -106,6 +106,21 @@ pub fn truncate_middle(text: &str, max_chars: usize) -> Option<String> {
     Some(out)
 }
 
+/// [`truncate_middle`] on every string inside `v` (tool inputs, structured outputs).
+pub fn truncate_strings(v: &mut serde_json::Value, max_chars: usize) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => {
+            if let Some(t) = truncate_middle(s, max_chars) {
+                *s = t;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| truncate_strings(x, max_chars)),
+        Value::Object(o) => o.values_mut().for_each(|x| truncate_strings(x, max_chars)),
+        _ => {}
+    }
+}
+
 /// A change as it is stored: the stored field name with old and new values.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct StoredChange {

@@ -6,7 +6,7 @@
 
 use super::field;
 use super::parse::{finish, parse_line, problem_id, read_line_at};
-use crate::formats::{truncate_middle, Change, Edit, StoredChange, TextField};
+use crate::formats::{truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::{ProblemKind, Session};
 use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
@@ -17,19 +17,6 @@ use std::path::Path;
 /// Block index of a part id `<uuid>#<k>`.
 fn block_index(part_id: &str) -> Option<usize> {
     part_id.rsplit_once('#')?.1.parse().ok()
-}
-
-fn truncate_strings(v: &mut Value, max: usize) {
-    match v {
-        Value::String(s) => {
-            if let Some(t) = truncate_middle(s, max) {
-                *s = t;
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(|x| truncate_strings(x, max)),
-        Value::Object(o) => o.values_mut().for_each(|x| truncate_strings(x, max)),
-        _ => {}
-    }
 }
 
 /// Replaces every `base64` string field under `v` (Claude Code's
@@ -106,22 +93,21 @@ fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> 
             let content = v
                 .pointer_mut("/message/content")
                 .ok_or("line has no message.content")?;
-            if let Value::String(s) = content {
-                if let Some(t) = truncate_middle(s, max) {
-                    *s = t;
-                }
+            if content.is_string() {
+                truncate_strings(content, max);
                 return Ok(());
             }
             let block = content.get_mut(k).ok_or("no such content block")?;
+            // Only the named string fields: base64 `data` next to them stays whole.
+            let cut = |v: Option<&mut Value>| {
+                if let Some(x) = v.filter(|x| x.is_string()) {
+                    truncate_strings(x, max);
+                }
+            };
             match which {
                 TextField::Text => {
-                    for key in ["text", "thinking"] {
-                        if let Some(Value::String(s)) = block.get_mut(key) {
-                            if let Some(t) = truncate_middle(s, max) {
-                                *s = t;
-                            }
-                        }
-                    }
+                    cut(block.get_mut("text"));
+                    cut(block.get_mut("thinking"));
                 }
                 TextField::ToolInput => {
                     if let Some(input) = block.get_mut("input") {
@@ -130,21 +116,10 @@ fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> 
                 }
                 TextField::ToolOutput => {
                     match block.get_mut("content") {
-                        Some(Value::String(s)) => {
-                            if let Some(t) = truncate_middle(s, max) {
-                                *s = t;
-                            }
-                        }
                         Some(Value::Array(inner)) => {
-                            for b in inner.iter_mut() {
-                                if let Some(Value::String(s)) = b.get_mut("text") {
-                                    if let Some(t) = truncate_middle(s, max) {
-                                        *s = t;
-                                    }
-                                }
-                            }
+                            inner.iter_mut().for_each(|b| cut(b.get_mut("text")))
                         }
-                        _ => {}
+                        other => cut(other),
                     }
                     if let Some(r) = v.get_mut("toolUseResult") {
                         truncate_strings(r, max);

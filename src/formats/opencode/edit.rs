@@ -2,7 +2,7 @@
 //! legacy JSON store. Unchanged fields (unknown ones included) are kept.
 
 use super::{parse_message, parse_part, visible_view, PARENT_FIELD};
-use crate::formats::{truncate_middle, Change, Edit, StoredChange, TextField};
+use crate::formats::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::Session;
 use anyhow::{anyhow, Result};
 use serde_json::{json, Map, Value};
@@ -61,19 +61,6 @@ fn is_data_url(v: &Value) -> bool {
     v.get("url")
         .and_then(Value::as_str)
         .is_some_and(|u| u.starts_with("data:"))
-}
-
-fn truncate_strings(v: &mut Value, max: usize) {
-    match v {
-        Value::String(s) => {
-            if let Some(t) = truncate_middle(s, max) {
-                *s = t;
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(|x| truncate_strings(x, max)),
-        Value::Object(o) => o.values_mut().for_each(|x| truncate_strings(x, max)),
-        _ => {}
-    }
 }
 
 /// Applies a part-level change to a stored part. Errors name what the part lacks.
