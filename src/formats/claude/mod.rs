@@ -167,6 +167,36 @@ pub fn open_dir(_p: &Path) -> Result<Option<Box<dyn Store>>> {
     Ok(None)
 }
 
+/// The `agent-*.jsonl` files of `dir` with the session id their lines name,
+/// sorted; read once per folder (a project of older versions can hold
+/// hundreds of them beside hundreds of sessions).
+fn agents_beside(dir: &Path) -> Vec<(PathBuf, Option<String>)> {
+    type Listing = Vec<(PathBuf, Option<String>)>;
+    static CACHE: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<PathBuf, Listing>>,
+    > = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(v) = cache.lock().ok().and_then(|c| c.get(dir).cloned()) {
+        return v;
+    }
+    let mut v: Listing = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| is_jsonl(p) && p.is_file() && file_name(p).starts_with("agent-"))
+                .map(|p| {
+                    let sid = sniff(&p).ok().and_then(|s| s.session_id);
+                    (p, sid)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    if let Ok(mut c) = cache.lock() {
+        c.insert(dir.to_path_buf(), v.clone());
+    }
+    v
+}
+
 /// One Claude Code session: its main file and its sub-agent files.
 pub struct ClaudeStore {
     main: PathBuf,
@@ -189,15 +219,12 @@ impl ClaudeStore {
             agents.extend(v);
         }
         if !id.starts_with("agent-") {
-            if let Ok(rd) = std::fs::read_dir(dir) {
-                let mut v: Vec<PathBuf> = rd
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| is_jsonl(p) && p.is_file() && file_name(p).starts_with("agent-"))
-                    .filter(|p| sniff(p).is_ok_and(|s| s.session_id.as_deref() == Some(id)))
-                    .collect();
-                v.sort();
-                agents.extend(v);
-            }
+            agents.extend(
+                agents_beside(dir)
+                    .into_iter()
+                    .filter(|(_, sid)| sid.as_deref() == Some(id))
+                    .map(|(p, _)| p),
+            );
         }
         ClaudeStore {
             main: main.to_path_buf(),

@@ -203,8 +203,8 @@ fn content_parts(uuid: &str, content: &Value, tool_use_result_bytes: u64) -> Vec
     out
 }
 
-/// Builds the message of one transcript line (`v` has a `uuid`). `bytes` is
-/// the line's length with its newline; `sidechain_file` is true for
+/// Builds the message of one transcript line `v`, stored at `line` (its
+/// `bytes` are the message's stored bytes); `sidechain_file` is true for
 /// sub-agent files. `None` for a line without a `uuid`.
 pub(super) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Option<Message> {
     let uuid = str_of(v, field::UUID)?.to_string();
@@ -384,7 +384,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     let mut buf = Vec::new();
     let mut offset = 0u64;
     let mut n = 0u64;
-    // uuid -> (first line, offset, bytes) within this file
+    // uuid -> its first line in this file
     let mut seen: HashMap<String, LineRef> = HashMap::new();
     loop {
         buf.clear();
