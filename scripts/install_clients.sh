@@ -3,14 +3,21 @@
 #   opencode-ai@1.18.33 (the opencode CLI, a Bun single-file binary in a platform package)
 #   ccusage@20.0.24     (a Rust binary in @ccusage/ccusage-<platform>; 20.0.26 has no
 #                        platform packages on the registry, so it does not install)
-# Idempotent: nothing is fetched when both are already there at these versions.
+# and, when asked by name:
+#   claude-code-log     claude-code-log==1.7.0 (PyPI) in a venv: CCL_BIN
+#   claude-code         @anthropic-ai/claude-code@2.1.197 (npm, its native binary from the
+#                       platform package; about 250 MB): CLAUDE_BIN
+# Idempotent: nothing is fetched when they are already there at these versions.
 # Prints shell assignments on stdout (logs go to stderr), so callers can do
-#   eval "$(scripts/install_clients.sh)"   # sets OPENCODE_BIN and CCUSAGE_BIN
+#   eval "$(scripts/install_clients.sh)"                   # sets OPENCODE_BIN and CCUSAGE_BIN
+#   eval "$(scripts/install_clients.sh claude-code-log)"   # ... and CCL_BIN
 # Env: SD_CLIENTS (default ~/.cache/session-doctor-clients).
 set -euo pipefail
 
 OPENCODE_VERSION=1.18.33
 CCUSAGE_VERSION=20.0.24
+CCL_VERSION=1.7.0
+CLAUDE_VERSION=2.1.197
 dir="${SD_CLIENTS:-$HOME/.cache/session-doctor-clients}"
 
 case "$(uname -s)-$(uname -m)" in
@@ -54,3 +61,35 @@ opencode_bin="$(find_opencode)" || { echo "install_clients: opencode $OPENCODE_V
 cc_ok || { echo "install_clients: ccusage $CCUSAGE_VERSION does not run" >&2; exit 1; }
 echo "install_clients: opencode $OPENCODE_VERSION at $opencode_bin; ccusage $CCUSAGE_VERSION at $ccusage_bin" >&2
 printf 'OPENCODE_BIN=%q\nCCUSAGE_BIN=%q\n' "$opencode_bin" "$ccusage_bin"
+
+for extra in "$@"; do
+  case "$extra" in
+    claude-code-log)
+      venv="$dir/ccl-venv"
+      ccl="$venv/bin/claude-code-log"
+      if [ "$("$ccl" --version 2>/dev/null | grep -o '[0-9][0-9.]*' | head -n 1)" != "$CCL_VERSION" ]; then
+        echo "install_clients: pip install claude-code-log==$CCL_VERSION into $venv" >&2
+        python3 -m venv "$venv" >&2
+        "$venv/bin/pip" install -q "claude-code-log==$CCL_VERSION" >&2
+      fi
+      "$ccl" --version >/dev/null 2>&1 || { echo "install_clients: claude-code-log does not run" >&2; exit 1; }
+      echo "install_clients: claude-code-log $CCL_VERSION at $ccl" >&2
+      printf 'CCL_BIN=%q\n' "$ccl"
+      ;;
+    claude-code)
+      cdir="$dir/claude-code"
+      claude="$cdir/node_modules/@anthropic-ai/claude-code-$plat/claude"
+      if [ "$(HOME="$scratch" "$claude" --version 2>/dev/null | cut -d' ' -f1)" != "$CLAUDE_VERSION" ]; then
+        echo "install_clients: npm install @anthropic-ai/claude-code@$CLAUDE_VERSION into $cdir" >&2
+        mkdir -p "$cdir"
+        npm install --prefix "$cdir" --no-audit --no-fund --ignore-scripts --save-exact \
+          "@anthropic-ai/claude-code@$CLAUDE_VERSION" >&2
+      fi
+      [ "$(HOME="$scratch" "$claude" --version 2>/dev/null | cut -d' ' -f1)" = "$CLAUDE_VERSION" ] \
+        || { echo "install_clients: claude $CLAUDE_VERSION does not run" >&2; exit 1; }
+      echo "install_clients: claude $CLAUDE_VERSION at $claude" >&2
+      printf 'CLAUDE_BIN=%q\n' "$claude"
+      ;;
+    *) echo "install_clients: unknown client $extra" >&2; exit 1 ;;
+  esac
+done

@@ -138,10 +138,19 @@ pub fn lookup_models_dev(path: &Path, model: &str) -> Option<Limits> {
     })
 }
 
+/// `model` without a trailing `-YYYYMMDD` release date
+/// (`anthropic/claude-sonnet-4-5-20250929` -> `anthropic/claude-sonnet-4-5`).
+fn undated(model: &str) -> &str {
+    match model.rsplit_once('-') {
+        Some((base, date)) if date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => model,
+    }
+}
+
 fn built_in(model: &str) -> Option<Limits> {
     BUILT_IN
         .iter()
-        .find(|(m, ..)| *m == model)
+        .find(|(m, ..)| *m == model || *m == undated(model))
         .map(|(m, c, i, o)| Limits {
             model: Some(m.to_string()),
             context: *c,

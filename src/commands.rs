@@ -97,7 +97,7 @@ fn load(paths: &[PathBuf], only: Option<&str>, budget: &crate::cli::BudgetArgs) 
 fn load_or_fail(common: &Common, only: Option<&str>) -> Result<Workspace> {
     let paths = common.paths();
     if paths.is_empty() {
-        bail!("no PATH given and no opencode or Kilo data dir found under $XDG_DATA_HOME or $HOME/.local/share");
+        bail!("no PATH given and no data dir found (opencode and Kilo under $XDG_DATA_HOME or $HOME/.local/share; Claude Code projects/ under $CLAUDE_CONFIG_DIR, $HOME/.config/claude or $HOME/.claude)");
     }
     let ws = load(&paths, only, &common.budget);
     if ws.stores.is_empty() {
@@ -153,6 +153,7 @@ fn list(common: &Common, only: Option<&str>) -> Result<ExitCode> {
                 context_tokens: s.context_tokens(),
                 tokens_total: s.tokens_total(),
                 findings: SeverityCounts::of(&l.findings),
+                notes: s.notes.clone(),
             }
         })
         .collect();
@@ -193,6 +194,9 @@ fn flags(s: &Session, i: usize) -> Vec<&'static str> {
     if m.error.is_some() {
         f.push("error");
     }
+    if m.sidechain {
+        f.push("sidechain");
+    }
     f.push(if s.is_visible(i) { "visible" } else { "hidden" });
     f
 }
@@ -213,6 +217,7 @@ fn inspect(common: &Common, id: &str, top: Option<usize>) -> Result<ExitCode> {
                     id: m.id.clone(),
                     role: m.role.as_str().to_string(),
                     parent_id: m.parent_id.clone(),
+                    line: m.line.map(|l| l.line),
                     time_created: m.time_created,
                     payload_bytes: m.payload_bytes(),
                     media_bytes: m.media_bytes(),
@@ -260,6 +265,7 @@ fn check(a: &crate::cli::CheckArgs) -> Result<ExitCode> {
                 source: l.session.source.display().to_string(),
                 budget: l.options.budget.as_ref().ok().cloned(),
                 budget_unknown: l.options.budget.as_ref().err().cloned(),
+                notes: l.session.notes.clone(),
                 findings: l.findings,
             }
         })

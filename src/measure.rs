@@ -24,6 +24,17 @@ pub fn parse_data_url(url: &str, filename: Option<&str>) -> Option<Media> {
     if !fields.any(|f| f.eq_ignore_ascii_case("base64")) {
         return None;
     }
+    let mut m = media_from_base64(&mime, data, filename);
+    m.encoded_bytes = url.len() as u64;
+    Some(m)
+}
+
+/// Media facts of base64 `data` (no `data:` prefix), as stored in an image
+/// block (Claude Code `{"type":"image","source":{"type":"base64","media_type","data"}}`).
+/// `encoded_bytes` is the length of `data`. Padding and line breaks are
+/// tolerated; undecodable data counts with its estimated decoded size
+/// (`len * 3 / 4`) and the hash of the raw text.
+pub fn media_from_base64(mime: &str, data: &str, filename: Option<&str>) -> Media {
     let cleaned: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(cleaned.as_bytes())
@@ -35,17 +46,17 @@ pub fn parse_data_url(url: &str, filename: Option<&str>) -> Option<Media> {
             sha256_hex(cleaned.as_bytes()),
         ),
     };
-    Some(Media {
+    Media {
         mime: if mime.is_empty() {
             "application/octet-stream".into()
         } else {
-            mime
+            mime.to_string()
         },
         filename: filename.map(str::to_string),
         decoded_bytes,
-        encoded_bytes: url.len() as u64,
+        encoded_bytes: data.len() as u64,
         sha256,
-    })
+    }
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
@@ -130,8 +141,9 @@ pub fn next_turn(s: &crate::model::Session, overhead: Option<u64>) -> NextTurn {
 /// and the last visible one; the smaller wins. 0 without any report.
 pub fn agent_overhead(s: &crate::model::Session) -> u64 {
     use crate::model::Role;
-    let has_usage =
-        |m: &crate::model::Message| m.role == Role::Assistant && !m.summary && !m.usage.is_zero();
+    let has_usage = |m: &crate::model::Message| {
+        m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage.is_zero()
+    };
     let first = s.messages.iter().position(has_usage).map(|a| {
         let est: u64 = s.messages[..=a].iter().map(|m| m.tokens_estimated()).sum();
         s.messages[a].usage.overflow_count().saturating_sub(est)

@@ -63,7 +63,9 @@ pub struct Usage {
     pub reasoning: u64,
     pub cache_read: u64,
     pub cache_write: u64,
-    /// The agent's own stored total, when it stores one (opencode `tokens.total`).
+    /// The agent's own stored total, when it stores one (opencode `tokens.total`),
+    /// or the context size a format defines for the turn (Claude Code: input +
+    /// cache creation + cache read, the prompt the model saw).
     #[serde(skip)]
     pub total: Option<u64>,
 }
@@ -72,6 +74,8 @@ impl Usage {
     /// The count opencode compares with its overflow threshold:
     /// `tokens.total`, else `input + output + cache.read + cache.write`
     /// (opencode 1.18.33 `overflow` check, see shared/formats/opencode-kilo.md section 7).
+    /// For Claude Code `total` is the context size of the turn
+    /// (shared/formats/claude-code-codex.md section 1.3).
     pub fn overflow_count(&self) -> u64 {
         match self.total {
             Some(t) if t > 0 => t,
@@ -162,7 +166,7 @@ pub struct ToolCall {
 }
 
 /// Compaction request facts of a [`PartKind::Compaction`] part.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CompactionMarker {
     /// Automatic (overflow-triggered) rather than a manual `/compact`.
     pub auto: bool,
@@ -170,6 +174,20 @@ pub struct CompactionMarker {
     pub overflow: bool,
     /// First message of the retained tail (opencode `tail_start_id`).
     pub tail_start_id: Option<String>,
+    /// Context tokens the agent recorded as the trigger of this compaction
+    /// (Claude Code `compactMetadata.preTokens`); `None` when it records none.
+    pub trigger_tokens: Option<u64>,
+    /// Context tokens the agent recorded right after it (Claude Code `postTokens`).
+    pub post_tokens: Option<u64>,
+    /// Ids of messages from before the compaction that the agent keeps after it,
+    /// oldest first (Claude Code `compactMetadata.preservedMessages.uuids`, else
+    /// the walk from `preservedSegment.tailUuid` up the parents to `headUuid`).
+    pub preserved: Vec<String>,
+    /// Whether the agent drops the history before this compaction when it
+    /// resumes. Claude Code 2.1.197 prunes only when the preserved metadata is
+    /// present and every preserved id resolves; opencode cuts at every
+    /// completed summary, so its markers leave this `false`.
+    pub prunes: bool,
 }
 
 /// One stored part of a message.
@@ -195,17 +213,49 @@ pub struct Part {
     pub raw: Value,
 }
 
+/// Where a message sits in a line-oriented store (JSONL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineRef {
+    /// Index into [`Session::files`].
+    pub file: usize,
+    /// 1-based line number.
+    pub line: u64,
+    /// Byte offset of the line's first byte in its file.
+    pub offset: u64,
+    /// Bytes of the line, its newline included.
+    pub bytes: u64,
+}
+
 /// One stored message.
 #[derive(Debug, Clone)]
 pub struct Message {
     pub id: String,
     pub role: Role,
     pub parent_id: Option<String>,
+    /// A second, informational link the agent keeps beside the parent and
+    /// never follows when it rebuilds the history (Claude Code
+    /// `logicalParentUuid` on a compaction boundary).
+    pub logical_parent_id: Option<String>,
+    /// The line of a line-oriented store, `None` for rows and files.
+    pub line: Option<LineRef>,
+    /// A side conversation stored with the session (a sub-agent transcript):
+    /// never part of the main history the model sees.
+    pub sidechain: bool,
+    /// The agent writes this kind of message with parents it does not keep
+    /// (Claude Code progress and attachment lines, compaction roots, sidechains,
+    /// the first line of a resumed session): a missing parent is expected.
+    pub parent_optional: bool,
+    /// Provider response this message belongs to, when one response is stored
+    /// over several messages that repeat its usage (Claude Code writes one line
+    /// per content block, all with the same `message.id` and `requestId`).
+    /// [`Session::tokens_total`] counts each response once.
+    pub response_id: Option<String>,
     /// Creation time, milliseconds since the Unix epoch.
     pub time_created: i64,
     /// Completion time (ms) when stored.
     pub time_completed: Option<i64>,
-    /// Assistant message that holds a compaction summary.
+    /// Message that holds a compaction summary (opencode: the summary
+    /// assistant; Claude Code: the `isCompactSummary` user line).
     pub summary: bool,
     /// Finish reason as stored (`stop`, `tool-calls`, ...), if any.
     pub finish: Option<String>,
@@ -265,6 +315,27 @@ impl Message {
     pub fn synthetic(&self) -> bool {
         self.parts.iter().any(|p| p.synthetic)
     }
+
+    /// A user turn: a user message that is neither a compaction request, a
+    /// summary, nor a carrier of tool results only (Claude Code stores tool
+    /// results in user lines).
+    pub fn is_prompt(&self) -> bool {
+        self.role == Role::User
+            && self.compaction().is_none()
+            && !self.summary
+            && (self.parts.is_empty() || self.parts.iter().any(|p| p.kind != PartKind::Tool))
+    }
+}
+
+/// What kind of load problem.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// Not valid JSON, or a required field is missing.
+    #[default]
+    Unreadable,
+    /// The last line of a file has no newline and is not complete JSON: the
+    /// agent was interrupted while writing it.
+    TornTail,
 }
 
 /// Something a loader could not read: a row or file that is not valid JSON or
@@ -277,6 +348,31 @@ pub struct LoadProblem {
     pub id: Option<String>,
     /// What was expected and what the parser said.
     pub error: String,
+    pub kind: ProblemKind,
+}
+
+/// An id stored more than once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateId {
+    pub id: String,
+    /// Where the extra copy is (`message`, `part of message X`, `line 22 (first: line 16)`).
+    pub place: String,
+    /// The copy repeats the first one's content (only bookkeeping fields
+    /// differ): harmless, and a repair may drop it.
+    pub same_content: bool,
+}
+
+/// How a format links messages to their parents.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ParentLinks {
+    /// Assistants name the user message they answer; users have no parent
+    /// (opencode, Kilo).
+    #[default]
+    UserTurn,
+    /// Every message names the previous message of its conversation, a chain
+    /// the agent walks back from the newest message to rebuild the history
+    /// (Claude Code `parentUuid`).
+    Chain,
 }
 
 /// A loaded session.
@@ -291,26 +387,78 @@ pub struct Session {
     pub messages: Vec<Message>,
     /// Parts whose message does not exist in the session.
     pub orphan_parts: Vec<Part>,
-    /// Ids that were stored more than once (message or part ids), with a place each.
-    pub duplicate_ids: Vec<(String, String)>,
+    /// Ids that were stored more than once (message or part ids).
+    pub duplicate_ids: Vec<DuplicateId>,
     pub problems: Vec<LoadProblem>,
     /// Indexes into `messages` of what the model sees on the next turn, in the
     /// order the agent sends them (the agent's own compaction rule, computed by
     /// the format module).
     pub visible: Vec<usize>,
+    /// Files of a line-oriented store the session was read from (main file
+    /// first, then sub-agent files); [`LineRef::file`] indexes this.
+    pub files: Vec<PathBuf>,
+    /// Stored bytes outside messages (metadata lines, unreadable lines).
+    pub other_bytes: u64,
+    /// The message the agent resumes from, when it stores one (Claude Code
+    /// `last-prompt.leafUuid`).
+    pub leaf_id: Option<String>,
+    pub parent_links: ParentLinks,
+    /// Facts about the data worth telling people (e.g. usage the agent does
+    /// not store), printed with `list` and `check`.
+    pub notes: Vec<String>,
 }
 
 impl Session {
-    /// Index of a message by id.
+    /// An empty session.
+    pub fn new(agent: Agent, id: &str, title: Option<String>, source: PathBuf) -> Session {
+        Session {
+            agent,
+            id: id.to_string(),
+            title,
+            source,
+            messages: Vec::new(),
+            orphan_parts: Vec::new(),
+            duplicate_ids: Vec::new(),
+            problems: Vec::new(),
+            visible: Vec::new(),
+            files: Vec::new(),
+            other_bytes: 0,
+            leaf_id: None,
+            parent_links: ParentLinks::UserTurn,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Index of a message by id (its first copy).
     pub fn index_of(&self, id: &str) -> Option<usize> {
         self.messages.iter().position(|m| m.id == id)
     }
 
-    /// Sum of stored usage over all messages.
+    /// Id -> index of its first copy, for rules that look many ids up.
+    pub fn id_index(&self) -> std::collections::HashMap<&str, usize> {
+        let mut map = std::collections::HashMap::with_capacity(self.messages.len());
+        for (i, m) in self.messages.iter().enumerate() {
+            map.entry(m.id.as_str()).or_insert(i);
+        }
+        map
+    }
+
+    /// Sum of stored usage over all messages; a provider response stored over
+    /// several messages ([`Message::response_id`]) counts once, with its last
+    /// message's usage (what ccusage does for Claude Code's split responses).
     pub fn tokens_total(&self) -> Usage {
+        let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for (i, m) in self.messages.iter().enumerate() {
+            if let Some(r) = &m.response_id {
+                last.insert(r, i);
+            }
+        }
         let mut u = Usage::default();
-        for m in &self.messages {
-            u.add(&m.usage);
+        for (i, m) in self.messages.iter().enumerate() {
+            match &m.response_id {
+                Some(r) if last.get(r.as_str()) != Some(&i) => {}
+                _ => u.add(&m.usage),
+            }
         }
         u
     }
@@ -324,27 +472,27 @@ impl Session {
     }
 
     /// Last context size the provider reported (tokens): the overflow count of the
-    /// newest non-summary assistant with non-zero usage.
+    /// newest non-summary assistant of the main history with non-zero usage.
     pub fn context_tokens(&self) -> Option<u64> {
         self.messages
             .iter()
             .rev()
-            .find(|m| m.role == Role::Assistant && !m.summary && !m.usage.is_zero())
+            .find(|m| m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage.is_zero())
             .map(|m| m.usage.overflow_count())
     }
 
     /// `provider/model` the session resumes with: the newest user message's
-    /// model, else the newest non-summary assistant's (never a compaction agent's).
+    /// model, else the newest non-summary assistant's of the main history
+    /// (never a compaction agent's or a sub-agent's).
     pub fn resume_model(&self) -> Option<&str> {
         self.messages
             .iter()
             .rev()
             .find(|m| m.role == Role::User && m.model.is_some())
             .or_else(|| {
-                self.messages
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == Role::Assistant && !m.summary && m.model.is_some())
+                self.messages.iter().rev().find(|m| {
+                    m.role == Role::Assistant && !m.summary && !m.sidechain && m.model.is_some()
+                })
             })
             .and_then(|m| m.model.as_deref())
     }
@@ -354,8 +502,11 @@ impl Session {
         self.visible.contains(&i)
     }
 
+    /// Stored bytes of the whole session: messages, parts, orphan parts and
+    /// the bytes stored outside messages.
     pub fn payload_bytes(&self) -> u64 {
-        self.messages.iter().map(|m| m.payload_bytes()).sum::<u64>()
+        self.other_bytes
+            + self.messages.iter().map(|m| m.payload_bytes()).sum::<u64>()
             + self
                 .orphan_parts
                 .iter()

@@ -9,9 +9,15 @@
 //!   and its own trigger count is above 95% of the previous one; two
 //!   consecutive zero trigger counts also stall;
 //! - a manual compaction (`auto: false`) neither stalls nor continues a chain;
-//! - a compaction whose summary failed (or never came) is not a no-progress
-//!   compaction: it is `compaction-failed`'s, and is left out of the chain
-//!   (a session wedged by HTTP 413 retries failing overflow compactions).
+//! - a compaction whose summary failed (and none succeeded) is not a
+//!   no-progress compaction: it is `compaction-failed`'s, and is left out of
+//!   the chain (a session wedged by HTTP 413 retries failing overflow compactions).
+//!
+//! Where the agent records the trigger itself (Claude Code
+//! `compactMetadata.preTokens`), that is the trigger count; only `trigger:
+//! auto` boundaries chain. A compaction that records its result
+//! (`postTokens`) no lower than 95% of its trigger made no progress by
+//! itself: it stalls too, and is listed in `no_progress_ids`.
 
 use super::{Finding, Severity};
 use crate::model::{Message, Role, Session};
@@ -35,6 +41,10 @@ pub struct Chain {
     pub compactions: Vec<usize>,
     /// Trigger count of each, in tokens.
     pub tokens: Vec<u64>,
+    /// Recorded count right after each, when the agent records one.
+    pub post_tokens: Vec<Option<u64>>,
+    /// Compactions whose recorded result is not 5% below their trigger.
+    pub no_progress: Vec<usize>,
     /// Number of compactions that stalled.
     pub stalls: usize,
 }
@@ -51,22 +61,35 @@ pub fn chains(s: &Session) -> Vec<Chain> {
             out.extend(cur.take());
             continue;
         }
-        let summarised = s.messages[c + 1..].iter().any(|m| {
-            m.role == Role::Assistant
-                && m.summary
-                && m.parent_id.as_deref() == Some(m_id(s, c))
-                && m.error.is_none()
-        });
-        if !summarised {
+        let summary_of_c = |m: &&Message| {
+            m.role == Role::Assistant && m.summary && m.parent_id.as_deref() == Some(m_id(s, c))
+        };
+        let failed = s.messages[c + 1..]
+            .iter()
+            .filter(summary_of_c)
+            .any(|m| m.error.is_some());
+        let succeeded = s.messages[c + 1..]
+            .iter()
+            .filter(summary_of_c)
+            .any(|m| m.error.is_none());
+        if failed && !succeeded {
             continue;
         }
-        let trigger = s.messages[..c]
-            .iter()
-            .rev()
-            .find(|m| counts(m))
-            .map(|m| m.usage.overflow_count())
-            .unwrap_or(0);
+        let trigger = marker.trigger_tokens.unwrap_or_else(|| {
+            s.messages[..c]
+                .iter()
+                .rev()
+                .find(|m| counts(m))
+                .map(|m| m.usage.overflow_count())
+                .unwrap_or(0)
+        });
         let chain = cur.get_or_insert_with(Chain::default);
+        let own_stall = marker
+            .post_tokens
+            .is_some_and(|p| trigger > 0 && p as f64 >= trigger as f64 * PROGRESS_RATIO);
+        if own_stall {
+            chain.no_progress.push(c);
+        }
         if let (Some(&pc), Some(&pt)) = (chain.compactions.last(), chain.tokens.last()) {
             let limit = pt as f64 * PROGRESS_RATIO;
             let stalled = if pt == 0 {
@@ -77,12 +100,16 @@ pub fn chains(s: &Session) -> Vec<Chain> {
                     .any(|m| counts(m) && (m.usage.overflow_count() as f64) < limit);
                 !progressed && trigger as f64 > limit
             };
-            if stalled {
+            if stalled && !own_stall {
                 chain.stalls += 1;
             }
         }
+        if own_stall {
+            chain.stalls += 1;
+        }
         chain.compactions.push(c);
         chain.tokens.push(trigger);
+        chain.post_tokens.push(marker.post_tokens);
     }
     out.extend(cur);
     out
@@ -94,7 +121,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
         .filter(|c| c.stalls > 0)
         .map(|c| {
             let last = &s.messages[*c.compactions.last().expect("chain is never empty")];
-            Finding::new(
+            let mut f = Finding::new(
                 "compaction-loop",
                 Severity::Error,
                 Some(&last.id),
@@ -112,7 +139,14 @@ pub fn check(s: &Session) -> Vec<Finding> {
             .with(
                 "compaction_ids",
                 c.compactions.iter().map(|&i| s.messages[i].id.clone()).collect::<Vec<_>>(),
-            )
+            );
+            if c.post_tokens.iter().any(Option::is_some) {
+                f = f.with("post_tokens", c.post_tokens.clone()).with(
+                    "no_progress_ids",
+                    c.no_progress.iter().map(|&i| s.messages[i].id.clone()).collect::<Vec<_>>(),
+                );
+            }
+            f
         })
         .collect()
 }

@@ -23,15 +23,31 @@ pub fn check(s: &Session) -> Vec<Finding> {
             .with("payload_bytes", p.payload_bytes)
         })
         .collect();
-    out.extend(s.duplicate_ids.iter().map(|(id, what)| {
-        Finding::new(
-            "duplicate-id",
-            Severity::Error,
-            Some(id),
-            format!("id {id} is stored more than once ({what})"),
-            "the agent keeps one of them; check which copy is current before resuming",
-        )
-        .with("id", id.clone())
+    out.extend(s.duplicate_ids.iter().map(|d| {
+        if d.same_content {
+            Finding::new(
+                "duplicate-id",
+                Severity::Warning,
+                Some(&d.id),
+                format!(
+                    "id {} is stored more than once ({}); the copy repeats the first one's content",
+                    d.id, d.place
+                ),
+                "harmless (the agent keeps one entry per id); `session-doctor repair` drops the extra copies and keeps the first",
+            )
+            .with("id", d.id.clone())
+            .with("place", d.place.clone())
+            .with("same_content", true)
+        } else {
+            Finding::new(
+                "duplicate-id",
+                Severity::Error,
+                Some(&d.id),
+                format!("id {} is stored more than once ({})", d.id, d.place),
+                "the agent keeps one of them; check which copy is current before resuming",
+            )
+            .with("id", d.id.clone())
+        }
     }));
     out
 }

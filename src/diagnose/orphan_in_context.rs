@@ -2,11 +2,16 @@
 //! own rule, computed by the format module into `Session::visible`), a message
 //! whose parent is not visible. opencode 1.18.33 produces this itself when it
 //! splits a turn at `tail_start_id` (shared/formats/opencode-kilo.md section 7).
+//! Not checked for chain-linked sessions (Claude Code): their view is itself
+//! a walk up the parents, and the agent relinks preserved messages on purpose.
 
 use super::{stale_parents, Finding, Severity};
-use crate::model::Session;
+use crate::model::{ParentLinks, Session};
 
 pub fn check(s: &Session) -> Vec<Finding> {
+    if s.parent_links == ParentLinks::Chain {
+        return Vec::new();
+    }
     let stale: Vec<usize> = stale_parents(s).into_iter().map(|sp| sp.index).collect();
     s.visible
         .iter()

@@ -1,26 +1,62 @@
-//! `stale-parent`: an assistant message created after a compaction request C
-//! whose parent is a user message created before C. Follow-up output keeps
-//! pointing at a pre-compaction turn (the bug fixed by Kilo PR "keep
-//! post-compaction replies ordered"). Chronology is stored order
-//! (`time_created`, then ascending id), never a projected view.
+//! `stale-parent`: a message written after a compaction whose parent points
+//! back to before it. Two shapes, by how the format links parents
+//! ([`ParentLinks`]):
+//!
+//! - **User turns** (opencode, Kilo): an assistant message created after a
+//!   compaction request C whose parent is a user message created before C.
+//!   Follow-up output keeps pointing at a pre-compaction turn (the bug fixed
+//!   by Kilo PR "keep post-compaction replies ordered"). Chronology is stored
+//!   order (`time_created`, then ascending id), never a projected view.
+//! - **Chains** (Claude Code): an entry positioned after a compaction that
+//!   starts a new chain (a `compact_boundary`) whose parent is positioned
+//!   before that boundary and is not one of its preserved messages. A re-used
+//!   id is positioned at its first line and takes its last line's parent
+//!   (Claude Code 2.1.197 keeps entries in a map by uuid; see
+//!   `formats/claude/view.rs`). The boundary's own `logicalParentUuid` is not a
+//!   parent. Severity, from resuming real transcripts with 2.1.197: **error**
+//!   when the latest boundary does not prune (no preserved metadata, a missing
+//!   preserved id, a broken preserved walk): the walk from the leaf follows
+//!   the stale link into the pre-compaction history, which is sent whole, and
+//!   the summaries are dropped; **warning** when the latest boundary prunes:
+//!   the old entries are dropped and the link is neutralised.
 
 use super::{Finding, Severity};
-use crate::model::{Role, Session};
+use crate::model::{ParentLinks, Role, Session};
+use std::collections::{HashMap, HashSet};
 
-/// A stale parent: message index, its parent id, the compaction request index,
-/// and the parent the repair should set.
+/// A stale parent: message index, its parent id, the compaction index, and
+/// the parent the repair should set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StaleParent {
     pub index: usize,
     pub parent_id: String,
     pub compaction_index: usize,
     pub suggested_parent_id: String,
+    /// The agent's own pruning on resume drops the stale link's target
+    /// (chains only): the link is harmless until the file is resumed by an
+    /// older version.
+    pub neutralised: bool,
+    /// The message is on the history the agent sends on resume
+    /// ([`Session::visible`]), so the link is followed now.
+    pub on_resume_path: bool,
 }
 
-/// Finds every stale parent of `s`. Suggested parent: the newest user message
-/// at or after the compaction request that precedes the message (the continue
-/// or replayed user message, else the request itself).
+/// Finds every stale parent of `s`.
+///
+/// Suggested parent, user turns: the newest user message at or after the
+/// compaction request that precedes the message (the continue or replayed
+/// user message, else the request itself). Chains: the boundary's last
+/// preserved message, else its summary, else the boundary.
 pub fn stale_parents(s: &Session) -> Vec<StaleParent> {
+    match s.parent_links {
+        ParentLinks::UserTurn => user_turn(s),
+        ParentLinks::Chain => chain(s),
+    }
+}
+
+fn user_turn(s: &Session) -> Vec<StaleParent> {
+    let ids = s.id_index();
+    let visible: HashSet<usize> = s.visible.iter().copied().collect();
     let mut out = Vec::new();
     let mut last_compaction: Option<usize> = None;
     for (a, m) in s.messages.iter().enumerate() {
@@ -33,7 +69,7 @@ pub fn stale_parents(s: &Session) -> Vec<StaleParent> {
         else {
             continue;
         };
-        let Some(p) = s.index_of(pid) else { continue };
+        let Some(&p) = ids.get(pid) else { continue };
         if p >= c || s.messages[p].role != Role::User {
             continue;
         }
@@ -46,6 +82,79 @@ pub fn stale_parents(s: &Session) -> Vec<StaleParent> {
             parent_id: pid.to_string(),
             compaction_index: c,
             suggested_parent_id: s.messages[suggested].id.clone(),
+            neutralised: false,
+            on_resume_path: visible.contains(&a),
+        });
+    }
+    out
+}
+
+fn chain(s: &Session) -> Vec<StaleParent> {
+    // id -> (first index, last index) over the main history.
+    let mut pos: HashMap<&str, (usize, usize)> = HashMap::new();
+    for (i, m) in s.messages.iter().enumerate().filter(|(_, m)| !m.sidechain) {
+        pos.entry(m.id.as_str())
+            .and_modify(|e| e.1 = i)
+            .or_insert((i, i));
+    }
+    let boundaries: Vec<usize> = s
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| {
+            !m.sidechain
+                && m.compaction().is_some()
+                && pos.get(m.id.as_str()).map(|e| e.0) == Some(*i)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let Some(&latest) = boundaries.last() else {
+        return Vec::new();
+    };
+    let prunes = s.messages[latest].compaction().is_some_and(|c| c.prunes);
+    let visible: HashSet<usize> = s.visible.iter().copied().collect();
+    let mut out = Vec::new();
+    for (i, m) in s.messages.iter().enumerate() {
+        let Some(&(first, last)) = pos.get(m.id.as_str()) else {
+            continue;
+        };
+        if first != i || m.compaction().is_some() {
+            continue;
+        }
+        let Some(&b) = boundaries.iter().rev().find(|&&b| b < first) else {
+            continue;
+        };
+        let Some(pid) = s.messages[last].parent_id.as_deref() else {
+            continue;
+        };
+        let Some(&(pfirst, _)) = pos.get(pid) else {
+            continue;
+        };
+        let marker = s.messages[b].compaction().expect("a boundary");
+        if pfirst >= b || marker.preserved.iter().any(|x| x == pid) {
+            continue;
+        }
+        let bid = s.messages[b].id.as_str();
+        let suggested = marker
+            .preserved
+            .iter()
+            .rev()
+            .find(|x| pos.contains_key(x.as_str()))
+            .cloned()
+            .or_else(|| {
+                s.messages[b..]
+                    .iter()
+                    .find(|x| x.summary && x.parent_id.as_deref() == Some(bid))
+                    .map(|x| x.id.clone())
+            })
+            .unwrap_or_else(|| bid.to_string());
+        out.push(StaleParent {
+            index: last,
+            parent_id: pid.to_string(),
+            compaction_index: b,
+            suggested_parent_id: suggested,
+            neutralised: prunes,
+            on_resume_path: visible.contains(&last),
         });
     }
     out
@@ -57,19 +166,55 @@ pub fn check(s: &Session) -> Vec<Finding> {
         .map(|sp| {
             let m = &s.messages[sp.index];
             let c = &s.messages[sp.compaction_index];
-            Finding::new(
-                "stale-parent",
-                Severity::Error,
-                Some(&m.id),
-                format!(
-                    "assistant {} was written after compaction {} but its parent {} is a user turn from before it",
-                    m.id, c.id, sp.parent_id
+            let mut f = match s.parent_links {
+                ParentLinks::UserTurn => Finding::new(
+                    "stale-parent",
+                    Severity::Error,
+                    Some(&m.id),
+                    format!(
+                        "assistant {} was written after compaction {} but its parent {} is a user turn from before it",
+                        m.id, c.id, sp.parent_id
+                    ),
+                    "run `session-doctor repair` to re-parent it to the newest user message after the compaction",
                 ),
-                "run `session-doctor repair` to re-parent it to the newest user message after the compaction",
-            )
+                ParentLinks::Chain if sp.neutralised => Finding::new(
+                    "stale-parent",
+                    Severity::Warning,
+                    Some(&m.id),
+                    format!(
+                        "{} {} sits after compaction {} but its parent {} is from before it and not preserved; the latest compaction prunes the old history on resume, which neutralises the link",
+                        m.role.as_str(), m.id, c.id, sp.parent_id
+                    ),
+                    "harmless while the latest compaction's preserved metadata resolves; `session-doctor repair` re-points it to the compaction's preserved tail or summary",
+                ),
+                ParentLinks::Chain => Finding::new(
+                    "stale-parent",
+                    Severity::Error,
+                    Some(&m.id),
+                    format!(
+                        "{} {} sits after compaction {} but its parent {} is from before it and not preserved; the latest compaction does not prune on resume, so the link stays live{}",
+                        m.role.as_str(), m.id, c.id, sp.parent_id,
+                        if sp.on_resume_path {
+                            " and is on the resume path: the agent follows it, resends the pre-compaction history and drops the summaries"
+                        } else {
+                            ": a resume from a leaf below it follows it into the pre-compaction history"
+                        }
+                    ),
+                    "run `session-doctor repair` to re-point it to the compaction's preserved tail or summary",
+                ),
+            }
             .with("parent_id", sp.parent_id.clone())
             .with("suggested_parent_id", sp.suggested_parent_id.clone())
-            .with("compaction_id", c.id.clone())
+            .with("compaction_id", c.id.clone());
+            if s.parent_links == ParentLinks::Chain {
+                f = f
+                    .with("pruned_on_resume", sp.neutralised)
+                    .with("on_resume_path", sp.on_resume_path);
+                if let Some(l) = m.line {
+                    f = f.with("line", l.line);
+                }
+            }
+            f
         })
         .collect()
 }

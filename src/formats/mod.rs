@@ -4,6 +4,7 @@
 //! A format is found by [`discover`], which walks the given paths and asks each
 //! format whether a path is one of its stores.
 
+pub mod claude;
 pub mod opencode;
 
 use crate::model::{Agent, Session};
@@ -49,8 +50,12 @@ pub enum Change {
         field: TextField,
         max_chars: usize,
     },
-    /// Remove the message and its parts from the copy.
+    /// Remove the message and its parts from the copy. For a line-oriented
+    /// store the message id may also name a load problem (a torn last line).
     DropMessage,
+    /// Remove every later stored copy of the message id, keeping the first
+    /// (an agent that re-wrote lines with the same id).
+    DropCopies,
     /// Add a synthetic text part with `text` at the start of the message (the
     /// format chooses the new part's id).
     AddNote { text: String },
@@ -64,6 +69,7 @@ impl Change {
             Change::StripMedia { .. } => "strip-media",
             Change::Truncate { .. } => "truncate",
             Change::DropMessage => "drop-message",
+            Change::DropCopies => "drop-copies",
             Change::AddNote { .. } => "add-note",
         }
     }
@@ -98,6 +104,21 @@ pub fn truncate_middle(text: &str, max_chars: usize) -> Option<String> {
     out.push('\n');
     out.extend(text.chars().skip(n - tail));
     Some(out)
+}
+
+/// [`truncate_middle`] on every string inside `v` (tool inputs, structured outputs).
+pub fn truncate_strings(v: &mut serde_json::Value, max_chars: usize) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => {
+            if let Some(t) = truncate_middle(s, max_chars) {
+                *s = t;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| truncate_strings(x, max_chars)),
+        Value::Object(o) => o.values_mut().for_each(|x| truncate_strings(x, max_chars)),
+        _ => {}
+    }
 }
 
 /// A change as it is stored: the stored field name with old and new values.
@@ -151,8 +172,9 @@ pub struct Discovery {
     pub errors: Vec<String>,
 }
 
-/// Opens a path as a store of one format: `Ok(None)` when it is not one.
-pub type Opener = fn(&Path) -> Result<Option<Box<dyn Store>>>;
+/// What opening a path gives: a store, `None` when the path is not of the
+/// format, or why it could not be read.
+pub type Opened = Result<Option<Box<dyn Store>>>;
 
 /// One storage format's detection hooks. A new agent is one module and one
 /// entry in [`FORMATS`].
@@ -162,18 +184,21 @@ pub struct Format {
     /// Whether a file met while walking folders is worth opening.
     pub wants_file: fn(&Path) -> bool,
     /// Opens a file as a store: `Ok(None)` when it is not of this format.
-    pub open_file: Opener,
+    pub open_file: fn(&Path) -> Opened,
     /// Opens a folder as a store: `Ok(None)` when it is not one. A folder that
     /// is a store is not searched further.
-    pub open_dir: Opener,
+    pub open_dir: fn(&Path) -> Opened,
 }
 
 /// Every supported format, tried in order.
-pub const FORMATS: &[Format] = &[opencode::FORMAT];
+pub const FORMATS: &[Format] = &[opencode::FORMAT, claude::FORMAT];
 
+/// Opens a file with the formats that want it; a file given by name that no
+/// format wants is tried with every format (so the error says why).
 fn open_any_file(p: &Path, walking: bool) -> Result<Option<Box<dyn Store>>> {
+    let wanted = FORMATS.iter().any(|f| (f.wants_file)(p));
     for f in FORMATS {
-        if walking && !(f.wants_file)(p) {
+        if (walking || wanted) && !(f.wants_file)(p) {
             continue;
         }
         if let Some(s) = (f.open_file)(p)? {
@@ -267,7 +292,10 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
 }
 
 /// The default data dirs of the supported agents that exist on this machine:
-/// `$XDG_DATA_HOME/{opencode,kilo}` and `$HOME/.local/share/{opencode,kilo}`.
+/// `$XDG_DATA_HOME/{opencode,kilo}` and `$HOME/.local/share/{opencode,kilo}`;
+/// Claude Code's `projects/` under each dir of `$CLAUDE_CONFIG_DIR`
+/// (comma-separated; a dir may also be a `projects/` dir itself), else under
+/// `$HOME/.config/claude` and `$HOME/.claude` (where ccusage looks too).
 pub fn default_paths() -> Vec<PathBuf> {
     let mut bases = Vec::new();
     if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
@@ -283,6 +311,32 @@ pub fn default_paths() -> Vec<PathBuf> {
             if p.is_dir() && !out.contains(&p) {
                 out.push(p);
             }
+        }
+    }
+    let home = std::env::var_os("HOME").filter(|v| !v.is_empty());
+    let claude_dirs: Vec<PathBuf> = match std::env::var("CLAUDE_CONFIG_DIR") {
+        Ok(v) if !v.trim().is_empty() => v
+            .split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .collect(),
+        _ => home
+            .iter()
+            .flat_map(|h| {
+                let h = PathBuf::from(h);
+                [h.join(".config/claude"), h.join(".claude")]
+            })
+            .collect(),
+    };
+    for d in claude_dirs {
+        let p = if d.file_name().is_some_and(|n| n == "projects") {
+            d
+        } else {
+            d.join("projects")
+        };
+        if p.is_dir() && !out.contains(&p) {
+            out.push(p);
         }
     }
     out

@@ -20,9 +20,10 @@ use crate::budget::Budget;
 use crate::diagnose::historical_media;
 use crate::formats::{Change, Edit, Store, TextField};
 use crate::measure::{agent_overhead, estimate_tokens, next_turn};
-use crate::model::{PartKind, Role, Session, ToolStatus};
+use crate::model::{ParentLinks, PartKind, Role, Session, ToolStatus};
 use anyhow::Result;
 use serde::Serialize;
+use std::collections::HashSet;
 
 /// What the compacted session must fit.
 #[derive(Debug, Clone)]
@@ -216,10 +217,7 @@ fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
 /// Step 3: truncate oversized text, reasoning and tool-input parts.
 fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
     let cap = (t.overflow_budget() * 4) as usize;
-    let newest_user = s
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::User && m.compaction().is_none());
+    let newest_user = s.messages.iter().rposition(|m| m.is_prompt());
     let mut out = Vec::new();
     for &i in &s.visible {
         if Some(i) == newest_user {
@@ -255,17 +253,24 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
 }
 
 /// Step 4: drop history the agent no longer sends, or all but the last N user turns.
+///
+/// Kept: the visible messages (from the Nth-last user turn on with
+/// `--keep-turns N`), every message stored after the newest kept compaction
+/// marker (or after the first kept message) even when the agent does not send
+/// it (Claude Code progress and hook lines), and every sidechain (sub-agent)
+/// message. A kept message whose parent is dropped gets the newest earlier
+/// kept user message (user-turn links) or the newest earlier kept user or
+/// assistant message (chains); messages a compaction preserves are left as
+/// they are, the agent relinks them itself.
 fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
-    let keep: Vec<usize> = match keep_turns {
+    let visible: Vec<usize> = match keep_turns {
         None => s.visible.clone(),
         Some(n) => {
             let turns: Vec<usize> = s
                 .visible
                 .iter()
                 .copied()
-                .filter(|&i| {
-                    s.messages[i].role == Role::User && s.messages[i].compaction().is_none()
-                })
+                .filter(|&i| s.messages[i].is_prompt())
                 .collect();
             if turns.len() <= n {
                 s.visible.clone()
@@ -276,36 +281,83 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
             }
         }
     };
+    let anchor = visible
+        .iter()
+        .copied()
+        .filter(|&i| s.messages[i].compaction().is_some())
+        .max()
+        .or_else(|| visible.iter().copied().min());
+    let mut keep = vec![false; s.messages.len()];
+    for &i in &visible {
+        keep[i] = true;
+    }
+    for (i, m) in s.messages.iter().enumerate() {
+        if m.sidechain || anchor.is_some_and(|a| i > a) {
+            keep[i] = true;
+        }
+    }
+    // Every stored copy of a kept id stays (a format keeps one entry per id).
+    let kept_ids: HashSet<&str> = (0..s.messages.len())
+        .filter(|&i| keep[i])
+        .map(|i| s.messages[i].id.as_str())
+        .collect();
     let dropped: Vec<usize> = (0..s.messages.len())
-        .filter(|i| !keep.contains(i))
+        .filter(|&i| !kept_ids.contains(s.messages[i].id.as_str()))
         .collect();
     if dropped.is_empty() {
         return Vec::new();
     }
-    let mut out: Vec<Edit> = dropped
+    let dropped_ids: HashSet<&str> = dropped.iter().map(|&i| s.messages[i].id.as_str()).collect();
+    let mut out: Vec<Edit> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for &i in &dropped {
+        let id = s.messages[i].id.as_str();
+        if seen.insert(id) {
+            out.push(edit(s, id, Change::DropMessage));
+        }
+    }
+    let preserved: HashSet<&str> = s
+        .messages
         .iter()
-        .map(|&i| edit(s, &s.messages[i].id, Change::DropMessage))
+        .filter_map(|m| m.compaction())
+        .flat_map(|c| c.preserved.iter().map(String::as_str))
         .collect();
-    // Kept messages whose parent is dropped get the newest earlier kept user message.
-    let mut kept_sorted = keep.clone();
-    kept_sorted.sort();
+    let kept_sorted: Vec<usize> = (0..s.messages.len())
+        .filter(|i| !dropped_ids.contains(s.messages[*i].id.as_str()))
+        .collect();
+    let mut reparented: HashSet<&str> = HashSet::new();
     for &i in &kept_sorted {
         let m = &s.messages[i];
         let Some(pid) = m.parent_id.as_deref() else {
             continue;
         };
-        let Some(p) = s.index_of(pid) else { continue };
-        if !dropped.contains(&p) {
+        if !dropped_ids.contains(pid)
+            || m.sidechain
+            || preserved.contains(m.id.as_str())
+            || !reparented.insert(m.id.as_str())
+        {
             continue;
         }
+        let candidate = |k: usize| {
+            let c = &s.messages[k];
+            k != i
+                && c.id != m.id
+                && match s.parent_links {
+                    ParentLinks::UserTurn => c.role == Role::User,
+                    ParentLinks::Chain => {
+                        !c.sidechain && matches!(c.role, Role::User | Role::Assistant)
+                    }
+                }
+        };
         let new = kept_sorted
             .iter()
             .rev()
-            .find(|&&k| k < i && s.messages[k].role == Role::User)
-            .or_else(|| {
-                kept_sorted
-                    .iter()
-                    .find(|&&k| s.messages[k].role == Role::User)
+            .find(|&&k| k < i && candidate(k))
+            .or_else(|| match s.parent_links {
+                ParentLinks::UserTurn => kept_sorted.iter().find(|&&k| candidate(k)),
+                // The first kept message of a chain becomes a root-like
+                // entry: the agent stops its walk at a parent it does not have.
+                ParentLinks::Chain => None,
             });
         if let Some(&k) = new {
             out.push(edit(
@@ -319,15 +371,10 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
         }
     }
     if keep_turns.is_some() {
-        if let Some(&first_user) = kept_sorted
-            .iter()
-            .find(|&&k| s.messages[k].role == Role::User)
-        {
+        if let Some(&first_user) = kept_sorted.iter().find(|&&k| s.messages[k].is_prompt()) {
             let turns = dropped
                 .iter()
-                .filter(|&&i| {
-                    s.messages[i].role == Role::User && s.messages[i].compaction().is_none()
-                })
+                .filter(|&&i| s.messages[i].is_prompt())
                 .count();
             out.push(edit(
                 s,
@@ -346,10 +393,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
 
 /// Why the session cannot fit even after every step.
 fn why_unreachable(s: &Session, t: &Target, f: &Figures) -> String {
-    let newest_user = s
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::User && m.compaction().is_none());
+    let newest_user = s.messages.iter().rposition(|m| m.is_prompt());
     let mut why =
         format!(
         "still {} tokens and {} request bytes after every step (usable {} tokens, limit {} bytes)",

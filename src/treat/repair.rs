@@ -1,47 +1,82 @@
 //! Repair: the edits that fix the repairable findings of a session.
-//! - `stale-parent`: re-parent to the newest user message at or after the
-//!   compaction request that precedes the message;
-//! - `dangling-parent`: re-parent to the newest earlier user message.
+//! - `stale-parent`: re-parent (user turns: to the newest user message at or
+//!   after the compaction request that precedes the message; chains: to the
+//!   boundary's last preserved message, else its summary). Preserved
+//!   messages are never re-parented or dropped.
+//! - `dangling-parent`: re-parent (user turns: to the newest earlier user
+//!   message; chains: to the last valid ancestor on the same chain).
+//! - `torn-tail`: leave the torn last line out of the copy.
+//! - `duplicate-id` copies that repeat the first one's content: keep the
+//!   first line, drop the later copies. Lines of one split provider response
+//!   have different ids and are never touched.
 
-use crate::diagnose::{dangling_suggested_parent, stale_parents};
+use crate::diagnose::{dangling, dangling_suggested_parent, stale_parents};
 use crate::formats::{Change, Edit};
-use crate::model::Session;
+use crate::model::{ProblemKind, Session};
+use std::collections::HashSet;
 
 /// Edits that repair `s`, in message order; empty when nothing is repairable.
 pub fn plan(s: &Session) -> Vec<Edit> {
+    let edit = |message_id: &str, change: Change| Edit {
+        session_id: s.id.clone(),
+        message_id: message_id.to_string(),
+        change,
+    };
+    let preserved: HashSet<&str> = s
+        .messages
+        .iter()
+        .filter_map(|m| m.compaction())
+        .flat_map(|c| c.preserved.iter().map(String::as_str))
+        .collect();
     let mut edits: Vec<(usize, Edit)> = Vec::new();
     for sp in stale_parents(s) {
+        let id = s.messages[sp.index].id.as_str();
+        if preserved.contains(id) {
+            continue;
+        }
         edits.push((
             sp.index,
-            Edit {
-                session_id: s.id.clone(),
-                message_id: s.messages[sp.index].id.clone(),
-                change: Change::SetParent {
+            edit(
+                id,
+                Change::SetParent {
                     old: Some(sp.parent_id),
                     new: sp.suggested_parent_id,
                 },
-            },
+            ),
         ));
     }
-    for (i, m) in s.messages.iter().enumerate() {
-        let Some(pid) = m.parent_id.as_deref() else {
-            continue;
-        };
-        if s.index_of(pid).is_some() {
+    for i in dangling(s) {
+        let m = &s.messages[i];
+        if preserved.contains(m.id.as_str()) || edits.iter().any(|(_, e)| e.message_id == m.id) {
             continue;
         }
         if let Some(new) = dangling_suggested_parent(s, i) {
             edits.push((
                 i,
-                Edit {
-                    session_id: s.id.clone(),
-                    message_id: m.id.clone(),
-                    change: Change::SetParent {
-                        old: Some(pid.to_string()),
+                edit(
+                    &m.id,
+                    Change::SetParent {
+                        old: m.parent_id.clone(),
                         new,
                     },
-                },
+                ),
             ));
+        }
+    }
+    let mut copies: HashSet<&str> = HashSet::new();
+    for d in s.duplicate_ids.iter().filter(|d| d.same_content) {
+        if copies.insert(d.id.as_str()) {
+            let i = s.index_of(&d.id).unwrap_or(0);
+            edits.push((i, edit(&d.id, Change::DropCopies)));
+        }
+    }
+    for p in s
+        .problems
+        .iter()
+        .filter(|p| p.kind == ProblemKind::TornTail)
+    {
+        if let Some(id) = &p.id {
+            edits.push((s.messages.len(), edit(id, Change::DropMessage)));
         }
     }
     edits.sort_by_key(|(i, _)| *i);

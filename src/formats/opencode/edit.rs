@@ -2,7 +2,7 @@
 //! legacy JSON store. Unchanged fields (unknown ones included) are kept.
 
 use super::{parse_message, parse_part, visible_view, PARENT_FIELD};
-use crate::formats::{truncate_middle, Change, Edit, StoredChange, TextField};
+use crate::formats::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::Session;
 use anyhow::{anyhow, Result};
 use serde_json::{json, Map, Value};
@@ -61,19 +61,6 @@ fn is_data_url(v: &Value) -> bool {
     v.get("url")
         .and_then(Value::as_str)
         .is_some_and(|u| u.starts_with("data:"))
-}
-
-fn truncate_strings(v: &mut Value, max: usize) {
-    match v {
-        Value::String(s) => {
-            if let Some(t) = truncate_middle(s, max) {
-                *s = t;
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(|x| truncate_strings(x, max)),
-        Value::Object(o) => o.values_mut().for_each(|x| truncate_strings(x, max)),
-        _ => {}
-    }
 }
 
 /// Applies a part-level change to a stored part. Errors name what the part lacks.
@@ -183,6 +170,11 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout) -> Result<Session> {
                 *p = parse_part(&p.id, &p.message_id, raw, bytes).map_err(|err| anyhow!(err))?;
             }
             Change::DropMessage => dropped.push(m.id.clone()),
+            // A message id is a primary key (SQLite) or a file name (legacy tree):
+            // the store cannot hold two copies to choose from.
+            Change::DropCopies => {
+                anyhow::bail!("message {}: opencode stores hold one copy per id", m.id)
+            }
             Change::AddNote { text } => {
                 let raw = note_part(layout, &s.id, &m.id, text);
                 let bytes = layout.serialize(&raw).len() as u64;
@@ -268,6 +260,7 @@ pub fn describe(s: &Session, edit: &Edit) -> StoredChange {
             )
         }
         Change::AddNote { text } => ("part".to_string(), Value::Null, json!(text)),
+        Change::DropCopies => ("message".to_string(), json!("later copies"), Value::Null),
     };
     StoredChange {
         session_id: edit.session_id.clone(),

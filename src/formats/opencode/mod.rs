@@ -120,6 +120,11 @@ fn parse_message(
         id: id.to_string(),
         role,
         parent_id: str_at(&raw, PARENT_FIELD).map(str::to_string),
+        logical_parent_id: None,
+        line: None,
+        sidechain: false,
+        parent_optional: false,
+        response_id: None,
         time_created,
         time_completed: raw.pointer("/time/completed").and_then(Value::as_i64),
         summary: raw.get("summary").and_then(Value::as_bool).unwrap_or(false),
@@ -239,6 +244,7 @@ fn parse_part(
                     .and_then(Value::as_bool)
                     .unwrap_or(false),
                 tail_start_id: str_at(&raw, "tail_start_id").map(str::to_string),
+                ..Default::default()
             })
         }
         _ => {}
@@ -272,9 +278,11 @@ fn assemble(session: &mut Session, mut parts: Vec<Part>) {
     let mut seen_parts = std::collections::HashSet::new();
     for p in parts {
         if !seen_parts.insert(p.id.clone()) {
-            session
-                .duplicate_ids
-                .push((p.id.clone(), format!("part of message {}", p.message_id)));
+            session.duplicate_ids.push(DuplicateId {
+                id: p.id.clone(),
+                place: format!("part of message {}", p.message_id),
+                same_content: false,
+            });
         }
         match session.messages.iter_mut().find(|m| m.id == p.message_id) {
             Some(m) => m.parts.push(p),
@@ -284,7 +292,11 @@ fn assemble(session: &mut Session, mut parts: Vec<Part>) {
     let mut seen = std::collections::HashSet::new();
     for m in &session.messages {
         if !seen.insert(m.id.clone()) {
-            session.duplicate_ids.push((m.id.clone(), "message".into()));
+            session.duplicate_ids.push(DuplicateId {
+                id: m.id.clone(),
+                place: "message".into(),
+                same_content: false,
+            });
         }
     }
     session.visible = visible_view(&session.messages);

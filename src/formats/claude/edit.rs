@@ -1,0 +1,515 @@
+//! Applying [`Edit`]s to Claude Code transcript lines. An edit names a uuid;
+//! it applies to every line carrying that uuid (Claude Code keeps the last
+//! copy's content), except [`Change::DropCopies`], which keeps the first line
+//! and drops the later ones. A line no edit touches is written back byte for
+//! byte; an edited line keeps every field it had, unknown ones included.
+
+use super::field;
+use super::parse::{finish, parse_line, problem_id, read_line_at};
+use crate::formats::{truncate_strings, Change, Edit, StoredChange, TextField};
+use crate::model::{ProblemKind, Session};
+use anyhow::{anyhow, Context, Result};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+/// Block index of a part id `<uuid>#<k>`.
+fn block_index(part_id: &str) -> Option<usize> {
+    part_id.rsplit_once('#')?.1.parse().ok()
+}
+
+/// Replaces every `base64` string field under `v` (Claude Code's
+/// `toolUseResult.file.base64` for images read from disk) by `placeholder`.
+fn strip_base64_fields(v: &mut Value, placeholder: &str) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o.iter_mut() {
+                if k == "base64" && x.is_string() {
+                    *x = json!(placeholder);
+                } else {
+                    strip_base64_fields(x, placeholder);
+                }
+            }
+        }
+        Value::Array(a) => a
+            .iter_mut()
+            .for_each(|x| strip_base64_fields(x, placeholder)),
+        _ => {}
+    }
+}
+
+fn is_media_block(b: &Value) -> bool {
+    matches!(
+        b.get("type").and_then(Value::as_str),
+        Some("image" | "document")
+    ) && b.pointer("/source/type").and_then(Value::as_str) == Some("base64")
+}
+
+/// Replaces the media blocks of `blocks` by text blocks, one placeholder line each.
+fn strip_blocks(blocks: &mut [Value], placeholder: &str) {
+    let lines: Vec<&str> = placeholder.lines().collect();
+    for (k, b) in blocks.iter_mut().filter(|b| is_media_block(b)).enumerate() {
+        let text = lines.get(k).copied().unwrap_or(placeholder);
+        *b = json!({"type": "text", "text": text});
+    }
+}
+
+/// Applies a content change to one line. Errors name what the line lacks.
+fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> {
+    match change {
+        Change::SetParent { new, .. } => {
+            let o = v.as_object_mut().ok_or("line is not an object")?;
+            o.insert(field::PARENT.to_string(), json!(new));
+            Ok(())
+        }
+        Change::StripMedia {
+            part_id,
+            placeholder,
+        } => {
+            let k = block_index(part_id).ok_or("part id has no block index")?;
+            let block = v
+                .pointer_mut(&format!("/message/content/{k}"))
+                .ok_or("no such content block")?;
+            if is_media_block(block) {
+                *block = json!({"type": "text", "text": placeholder});
+            } else if let Some(Value::Array(inner)) = block.get_mut("content") {
+                strip_blocks(inner, placeholder);
+                if let Some(r) = v.get_mut("toolUseResult") {
+                    strip_base64_fields(r, placeholder);
+                }
+            } else {
+                return Err("the block carries no media".into());
+            }
+            Ok(())
+        }
+        Change::Truncate {
+            part_id,
+            field: which,
+            max_chars,
+        } => {
+            let max = *max_chars;
+            let k = block_index(part_id).ok_or("part id has no block index")?;
+            let content = v
+                .pointer_mut("/message/content")
+                .ok_or("line has no message.content")?;
+            if content.is_string() {
+                truncate_strings(content, max);
+                return Ok(());
+            }
+            let block = content.get_mut(k).ok_or("no such content block")?;
+            // Only the named string fields: base64 `data` next to them stays whole.
+            let cut = |v: Option<&mut Value>| {
+                if let Some(x) = v.filter(|x| x.is_string()) {
+                    truncate_strings(x, max);
+                }
+            };
+            match which {
+                TextField::Text => {
+                    cut(block.get_mut("text"));
+                    cut(block.get_mut("thinking"));
+                }
+                TextField::ToolInput => {
+                    if let Some(input) = block.get_mut("input") {
+                        truncate_strings(input, max);
+                    }
+                }
+                TextField::ToolOutput => {
+                    match block.get_mut("content") {
+                        Some(Value::Array(inner)) => {
+                            inner.iter_mut().for_each(|b| cut(b.get_mut("text")))
+                        }
+                        other => cut(other),
+                    }
+                    if let Some(r) = v.get_mut("toolUseResult") {
+                        truncate_strings(r, max);
+                    }
+                }
+            }
+            Ok(())
+        }
+        Change::AddNote { text } => {
+            let content = v
+                .pointer_mut("/message/content")
+                .ok_or("line has no message.content")?;
+            match content {
+                Value::String(s) => *s = format!("{text}\n\n{s}"),
+                Value::Array(a) => {
+                    let note = json!({"type": "text", "text": text});
+                    // tool_result blocks come first in a user message.
+                    if a.iter()
+                        .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                    {
+                        a.push(note);
+                    } else {
+                        a.insert(0, note);
+                    }
+                }
+                _ => return Err("message.content is neither text nor blocks".into()),
+            }
+            Ok(())
+        }
+        Change::DropMessage | Change::DropCopies => Err("not a content change".into()),
+    }
+}
+
+/// Serializes an edited line like Claude Code does (compact JSON), keeping
+/// the original's newline.
+fn serialize(v: &Value, newline: bool) -> String {
+    let mut s = serde_json::to_string(v).expect("JSON values serialize");
+    if newline {
+        s.push('\n');
+    }
+    s
+}
+
+/// The uuid of a line, read without building the whole value.
+fn uuid_of(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        uuid: Option<String>,
+    }
+    serde_json::from_slice::<Head>(body).ok()?.uuid
+}
+
+/// What the edits do, by uuid.
+#[derive(Default)]
+struct Plan<'a> {
+    content: HashMap<&'a str, Vec<&'a Change>>,
+    drop: HashSet<&'a str>,
+    drop_copies: HashSet<&'a str>,
+}
+
+impl<'a> Plan<'a> {
+    fn new(edits: &[&'a Edit]) -> Plan<'a> {
+        let mut p = Plan::default();
+        for e in edits {
+            let id = e.message_id.as_str();
+            match &e.change {
+                Change::DropMessage => {
+                    p.drop.insert(id);
+                }
+                Change::DropCopies => {
+                    p.drop_copies.insert(id);
+                }
+                c => p.content.entry(id).or_default().push(c),
+            }
+        }
+        p
+    }
+}
+
+/// Writes `src` with `edits` applied to a temp file beside `target`;
+/// the caller renames it into place.
+pub fn write_file(src: &Path, target: &Path, edits: &[&Edit]) -> Result<tempfile::NamedTempFile> {
+    let dir = target
+        .parent()
+        .ok_or_else(|| anyhow!("{}: no parent folder", target.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".session-doctor-")
+        .suffix(".jsonl.tmp")
+        .tempfile_in(dir)
+        .with_context(|| format!("{}: cannot create a temp file", dir.display()))?;
+    let plan = Plan::new(edits);
+    let f = std::fs::File::open(src).with_context(|| format!("{}: cannot open", src.display()))?;
+    let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+    let mut w = std::io::BufWriter::new(tmp.as_file());
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    let mut seen: HashSet<String> = HashSet::new();
+    loop {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf)
+            .with_context(|| format!("{}: cannot read", src.display()))?
+            == 0
+        {
+            break;
+        }
+        n += 1;
+        if plan.drop.contains(problem_id(src, n).as_str()) {
+            continue;
+        }
+        let body = buf.trim_ascii_end();
+        let Some(uuid) = uuid_of(body) else {
+            w.write_all(&buf)?;
+            continue;
+        };
+        let first = seen.insert(uuid.clone());
+        if plan.drop.contains(uuid.as_str()) || (!first && plan.drop_copies.contains(uuid.as_str()))
+        {
+            continue;
+        }
+        match plan.content.get(uuid.as_str()) {
+            Some(changes) => {
+                let mut v: Value = serde_json::from_slice(body)
+                    .with_context(|| format!("{}: line {n}", src.display()))?;
+                for c in changes {
+                    edit_line(&mut v, c)
+                        .map_err(|e| anyhow!("{}: line {n} ({uuid}): {e}", src.display()))?;
+                }
+                w.write_all(serialize(&v, buf.last() == Some(&b'\n')).as_bytes())?;
+            }
+            None => w.write_all(&buf)?,
+        }
+    }
+    w.flush()?;
+    drop(w);
+    // The copy is for the agent to use: writable by its owner, as private as the original.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(src)
+            .map(|m| m.permissions().mode())
+            .unwrap_or(0o600);
+        std::fs::set_permissions(
+            tmp.path(),
+            std::fs::Permissions::from_mode((mode | 0o200) & 0o777),
+        )
+        .ok();
+    }
+    Ok(tmp)
+}
+
+/// `s` with `edits` applied and every figure recomputed from the edited lines.
+pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
+    let mut out = s.clone();
+    let edits: Vec<&Edit> = edits.iter().filter(|e| e.session_id == s.id).collect();
+    let plan = Plan::new(&edits);
+    let mut copies: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, m) in out.messages.iter().enumerate() {
+        if plan.content.contains_key(m.id.as_str()) {
+            copies.entry(m.id.clone()).or_default().push(i);
+        }
+    }
+    for (id, changes) in &plan.content {
+        let idx = copies.remove(*id).unwrap_or_default();
+        if idx.is_empty() {
+            return Err(anyhow!("message {id} not in session {}", s.id));
+        }
+        for i in idx {
+            let m = &out.messages[i];
+            let line = m.line.ok_or_else(|| anyhow!("message {id} has no line"))?;
+            let path = &out.files[line.file];
+            let mut v: Value = if m.raw.is_null() {
+                let bytes = read_line_at(path, line.offset, line.bytes)?;
+                serde_json::from_slice(&bytes)
+                    .with_context(|| format!("{}: line {}", path.display(), line.line))?
+            } else {
+                m.raw.clone()
+            };
+            for c in changes {
+                edit_line(&mut v, c)
+                    .map_err(|e| anyhow!("{}: line {} ({id}): {e}", path.display(), line.line))?;
+            }
+            let mut new_line = line;
+            new_line.bytes = serialize(&v, true).len() as u64;
+            let mut nm = parse_line(&v, new_line, line.file > 0)
+                .ok_or_else(|| anyhow!("{}: line {} lost its uuid", path.display(), line.line))?;
+            nm.parent_optional |= m.parent_optional;
+            nm.raw = v;
+            out.messages[i] = nm;
+        }
+    }
+    let mut seen: HashSet<(usize, String)> = HashSet::new();
+    out.messages.retain(|m| {
+        if plan.drop.contains(m.id.as_str()) {
+            return false;
+        }
+        let file = m.line.map_or(0, |l| l.file);
+        let first = seen.insert((file, m.id.clone()));
+        first || !plan.drop_copies.contains(m.id.as_str())
+    });
+    out.problems.retain(|p| {
+        !(p.kind == ProblemKind::TornTail
+            && p.id.as_deref().is_some_and(|id| plan.drop.contains(id)))
+    });
+    out.duplicate_ids.retain(|d| {
+        !plan.drop.contains(d.id.as_str()) && !plan.drop_copies.contains(d.id.as_str())
+    });
+    finish(&mut out);
+    Ok(out)
+}
+
+/// How `edit` looks in the transcript, for the change list.
+pub fn describe(s: &Session, edit: &Edit) -> StoredChange {
+    let m = s.messages.iter().find(|m| m.id == edit.message_id);
+    let part = edit
+        .change
+        .part_id()
+        .and_then(|pid| m.and_then(|m| m.parts.iter().find(|p| p.id == pid)));
+    let k = edit.change.part_id().and_then(block_index);
+    let at = |what: &str| match k {
+        Some(k) => format!("message.content[{k}]{what}"),
+        None => format!("message.content{what}"),
+    };
+    let line = |m: Option<&crate::model::Message>| {
+        m.and_then(|m| m.line)
+            .map(|l| format!(" (line {})", l.line))
+            .unwrap_or_default()
+    };
+    let (field, old, new) = match &edit.change {
+        Change::SetParent { old, new } => (
+            field::PARENT.to_string(),
+            old.clone().map(Value::String).unwrap_or(Value::Null),
+            json!(new),
+        ),
+        Change::StripMedia { placeholder, .. } => {
+            let bytes: u64 = part
+                .map(|p| p.media.iter().map(|x| x.encoded_bytes).sum())
+                .unwrap_or(0);
+            (
+                at(""),
+                json!(format!("{bytes} bytes of base64 media")),
+                json!(placeholder),
+            )
+        }
+        Change::Truncate {
+            field: which,
+            max_chars,
+            ..
+        } => {
+            let (name, n) = match (which, part) {
+                (TextField::ToolOutput, Some(p)) => (
+                    format!("{} and toolUseResult", at(".content")),
+                    p.tool.as_ref().map_or(0, |t| t.output_chars as usize),
+                ),
+                (TextField::ToolInput, Some(p)) => (at(".input"), p.model_chars as usize),
+                (_, Some(p)) => (at(".text"), p.model_chars as usize),
+                (_, None) => (at(""), 0),
+            };
+            (
+                name,
+                json!(format!("{n} characters")),
+                json!(format!(
+                    "at most {max_chars} characters kept, head and tail"
+                )),
+            )
+        }
+        Change::DropMessage => match m {
+            Some(m) => (
+                "line".to_string(),
+                json!(format!(
+                    "{} line{} with {} blocks",
+                    m.role.as_str(),
+                    line(Some(m)),
+                    m.parts.len()
+                )),
+                Value::Null,
+            ),
+            None => {
+                let p = s
+                    .problems
+                    .iter()
+                    .find(|p| p.id.as_deref() == Some(edit.message_id.as_str()));
+                (
+                    "line".to_string(),
+                    json!(p.map_or_else(
+                        || edit.message_id.clone(),
+                        |p| format!("{}: {}", p.location, p.error)
+                    )),
+                    Value::Null,
+                )
+            }
+        },
+        Change::DropCopies => {
+            let n = s
+                .messages
+                .iter()
+                .filter(|x| x.id == edit.message_id)
+                .count();
+            let first = m.and_then(|m| m.line).map_or(0, |l| l.line);
+            (
+                "line".to_string(),
+                json!(format!(
+                    "line {first} and {} later copies of it",
+                    n.saturating_sub(1)
+                )),
+                json!(format!("line {first} only")),
+            )
+        }
+        Change::AddNote { text } => (at(""), Value::Null, json!(text)),
+    };
+    StoredChange {
+        session_id: edit.session_id.clone(),
+        message_id: edit.message_id.clone(),
+        part_id: edit.change.part_id().map(str::to_string),
+        field,
+        old,
+        new,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse::result_text;
+    use super::*;
+
+    #[test]
+    fn tool_output_truncation_cuts_content_and_tool_use_result() {
+        let long = "x".repeat(1000);
+        let mut v = json!({"uuid":"u","message":{"role":"user","content":[
+            {"type":"tool_result","tool_use_id":"t","content":long.clone()}]},
+            "toolUseResult":{"stdout":long.clone(),"interrupted":false}});
+        edit_line(
+            &mut v,
+            &Change::Truncate {
+                part_id: "u#0".into(),
+                field: TextField::ToolOutput,
+                max_chars: 100,
+            },
+        )
+        .unwrap();
+        let c = v
+            .pointer("/message/content/0/content")
+            .unwrap()
+            .as_str()
+            .unwrap();
+        assert!(c.len() < 200 && c.contains("characters removed"));
+        let o = v
+            .pointer("/toolUseResult/stdout")
+            .unwrap()
+            .as_str()
+            .unwrap();
+        assert!(o.len() < 200);
+        assert_eq!(v.pointer("/toolUseResult/interrupted"), Some(&json!(false)));
+        assert_eq!(
+            result_text(v.pointer("/message/content/0/content")).len(),
+            c.len()
+        );
+    }
+
+    #[test]
+    fn media_in_a_tool_result_becomes_text_and_the_base64_copy_goes() {
+        let mut v = json!({"uuid":"u","message":{"role":"user","content":[
+            {"type":"tool_result","tool_use_id":"t","content":[
+                {"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGVsbG8="}}]}]},
+            "toolUseResult":{"type":"image","file":{"base64":"aGVsbG8=","type":"image/png"}}});
+        edit_line(
+            &mut v,
+            &Change::StripMedia {
+                part_id: "u#0".into(),
+                placeholder: "[Attached image/png]".into(),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            v.pointer("/message/content/0/content/0"),
+            Some(&json!({"type":"text","text":"[Attached image/png]"}))
+        );
+        assert_eq!(
+            v.pointer("/toolUseResult/file/base64"),
+            Some(&json!("[Attached image/png]"))
+        );
+    }
+
+    #[test]
+    fn a_note_goes_after_tool_results_and_before_text() {
+        let mut v = json!({"message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}});
+        edit_line(&mut v, &Change::AddNote { text: "n".into() }).unwrap();
+        assert_eq!(v.pointer("/message/content/1/text"), Some(&json!("n")));
+        let mut v = json!({"message":{"content":"hello"}});
+        edit_line(&mut v, &Change::AddNote { text: "n".into() }).unwrap();
+        assert_eq!(v.pointer("/message/content"), Some(&json!("n\n\nhello")));
+    }
+}

@@ -1,0 +1,384 @@
+//! Claude Code JSONL transcripts: `~/.claude/projects/<encoded cwd>/<sessionId>.jsonl`,
+//! one JSON object per line, chained by `uuid` / `parentUuid`; sub-agent
+//! transcripts in `<sessionId>/subagents/agent-*.jsonl` (2.1.x) or
+//! `agent-*.jsonl` beside the sessions (older versions). Shapes:
+//! shared/formats/claude-code-codex.md section 1; resume semantics of 2.1.197:
+//! [`view`].
+//!
+//! A store is one session: its main file plus its sub-agent files. Files are
+//! streamed line by line (bounded by the longest line); only compaction
+//! boundary lines keep their JSON in memory, every other line is re-read by
+//! its byte offset when it must be rewritten. Originals are opened read-only.
+
+mod edit;
+mod parse;
+mod view;
+
+use crate::formats::{Edit, Store, StoredChange};
+use crate::model::{Agent, Session};
+use anyhow::Result;
+use serde_json::Value;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+/// Stored field names (Claude Code transcript lines).
+pub(crate) mod field {
+    pub const UUID: &str = "uuid";
+    pub const PARENT: &str = "parentUuid";
+    pub const LOGICAL_PARENT: &str = "logicalParentUuid";
+    pub const SESSION: &str = "sessionId";
+    pub const LEAF: &str = "leafUuid";
+}
+
+/// The Claude Code format's detection hooks.
+pub const FORMAT: super::Format = super::Format {
+    name: "Claude Code <session>.jsonl",
+    wants_file: is_jsonl,
+    open_file,
+    open_dir,
+};
+
+fn is_jsonl(p: &Path) -> bool {
+    p.extension().is_some_and(|x| x == "jsonl")
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn stem(p: &Path) -> String {
+    p.file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// `8-4-4-4-12` hex digits: the shape of a Claude Code session id.
+fn uuid_like(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 5
+        && parts
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// What the first lines of a `.jsonl` say about it.
+struct Sniff {
+    /// A line has the shape of a Claude Code transcript line.
+    claude: bool,
+    /// No line parsed as a JSON object.
+    nothing_parsed: bool,
+    /// `sessionId` of the first line that has one.
+    session_id: Option<String>,
+}
+
+/// A transcript line: an object with `parentUuid` (possibly null) or a
+/// camelCase `sessionId`, or a legacy `summary` / `file-history-snapshot`
+/// line. Claude Code's stream-json output (`session_id`, no `parentUuid`) and
+/// other agents' JSONL (Codex `payload`) do not qualify.
+fn looks_like_claude(v: &Value) -> bool {
+    let Some(o) = v.as_object() else { return false };
+    if o.contains_key(field::PARENT) || o.get(field::SESSION).is_some_and(Value::is_string) {
+        return true;
+    }
+    match o.get("type").and_then(Value::as_str) {
+        Some("summary") => o.contains_key(field::LEAF),
+        Some("file-history-snapshot") => o.contains_key("messageId"),
+        _ => false,
+    }
+}
+
+/// Reads up to 50 lines (and at most about 4 MB) of `p`.
+fn sniff(p: &Path) -> Result<Sniff> {
+    let f =
+        std::fs::File::open(p).map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", p.display()))?;
+    let mut r = std::io::BufReader::new(f);
+    let mut out = Sniff {
+        claude: false,
+        nothing_parsed: true,
+        session_id: None,
+    };
+    let mut buf = Vec::new();
+    let mut read = 0usize;
+    for _ in 0..50 {
+        buf.clear();
+        let n = r
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", p.display()))?;
+        if n == 0 {
+            break;
+        }
+        read += n;
+        if let Ok(v) = serde_json::from_slice::<Value>(&buf) {
+            if v.is_object() {
+                out.nothing_parsed = false;
+            }
+            if looks_like_claude(&v) {
+                out.claude = true;
+                if out.session_id.is_none() {
+                    out.session_id = v
+                        .get(field::SESSION)
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+                if out.session_id.is_some() {
+                    break;
+                }
+            }
+        }
+        if read > 4 << 20 {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Opens a `.jsonl` as a Claude Code session: `Ok(None)` for files of other
+/// formats, for sub-agent transcripts (they are read with their session) and
+/// for `agent-*.jsonl` files whose session file sits beside them.
+pub fn open_file(p: &Path) -> Result<Option<Box<dyn Store>>> {
+    if !is_jsonl(p) || !p.is_file() {
+        return Ok(None);
+    }
+    let parent = p.parent().unwrap_or(Path::new("."));
+    if parent.file_name().is_some_and(|n| n == "subagents") {
+        return Ok(None);
+    }
+    let s = sniff(p)?;
+    let id = stem(p);
+    let empty_or_broken = s.nothing_parsed && uuid_like(&id);
+    if !s.claude && !empty_or_broken {
+        return Ok(None);
+    }
+    if id.starts_with("agent-") {
+        if let Some(sid) = &s.session_id {
+            if sid != &id && parent.join(format!("{sid}.jsonl")).is_file() {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(Box::new(ClaudeStore::new(p, &id))))
+}
+
+/// Claude Code has no store folders: sessions are found file by file.
+pub fn open_dir(_p: &Path) -> Result<Option<Box<dyn Store>>> {
+    Ok(None)
+}
+
+/// The `agent-*.jsonl` files of `dir` with the session id their lines name,
+/// sorted; read once per folder (a project of older versions can hold
+/// hundreds of them beside hundreds of sessions).
+fn agents_beside(dir: &Path) -> Vec<(PathBuf, Option<String>)> {
+    type Listing = Vec<(PathBuf, Option<String>)>;
+    static CACHE: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<PathBuf, Listing>>,
+    > = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(v) = cache.lock().ok().and_then(|c| c.get(dir).cloned()) {
+        return v;
+    }
+    let mut v: Listing = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| is_jsonl(p) && p.is_file() && file_name(p).starts_with("agent-"))
+                .map(|p| {
+                    let sid = sniff(&p).ok().and_then(|s| s.session_id);
+                    (p, sid)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    if let Ok(mut c) = cache.lock() {
+        c.insert(dir.to_path_buf(), v.clone());
+    }
+    v
+}
+
+/// One Claude Code session: its main file and its sub-agent files.
+pub struct ClaudeStore {
+    main: PathBuf,
+    id: String,
+    /// Sub-agent transcripts, sorted: `<id>/subagents/*.jsonl`, then
+    /// `agent-*.jsonl` beside the main file whose lines name this session.
+    agents: Vec<PathBuf>,
+}
+
+impl ClaudeStore {
+    fn new(main: &Path, id: &str) -> ClaudeStore {
+        let dir = main.parent().unwrap_or(Path::new("."));
+        let mut agents: Vec<PathBuf> = Vec::new();
+        if let Ok(rd) = std::fs::read_dir(dir.join(id).join("subagents")) {
+            let mut v: Vec<PathBuf> = rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| is_jsonl(p) && p.is_file())
+                .collect();
+            v.sort();
+            agents.extend(v);
+        }
+        if !id.starts_with("agent-") {
+            agents.extend(
+                agents_beside(dir)
+                    .into_iter()
+                    .filter(|(_, sid)| sid.as_deref() == Some(id))
+                    .map(|(p, _)| p),
+            );
+        }
+        ClaudeStore {
+            main: main.to_path_buf(),
+            id: id.to_string(),
+            agents,
+        }
+    }
+
+    /// The main file, then the sub-agent files.
+    fn files(&self) -> Vec<PathBuf> {
+        let mut v = vec![self.main.clone()];
+        v.extend(self.agents.iter().cloned());
+        v
+    }
+
+    /// `<config dir>` when the file sits in `<config dir>/projects/<cwd>/`,
+    /// else `None`.
+    fn config_dir(&self) -> Option<PathBuf> {
+        let project = self.main.parent()?;
+        let projects = project.parent()?;
+        if projects.file_name()? == "projects" {
+            Some(projects.parent()?.to_path_buf())
+        } else {
+            None
+        }
+    }
+
+    /// Where a file of the session goes, relative to the main file's folder.
+    fn relative(&self, f: &Path) -> PathBuf {
+        let dir = self.main.parent().unwrap_or(Path::new("."));
+        f.strip_prefix(dir)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|_| PathBuf::from(file_name(f)))
+    }
+}
+
+impl Store for ClaudeStore {
+    fn agent(&self) -> Agent {
+        Agent::ClaudeCode
+    }
+
+    fn path(&self) -> &Path {
+        &self.main
+    }
+
+    /// The Claude config dir (`~/.claude`) when the file sits in
+    /// `projects/<cwd>/`, else the file's folder: copies never go inside it.
+    fn root(&self) -> PathBuf {
+        self.config_dir().unwrap_or_else(|| {
+            self.main
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from("."))
+        })
+    }
+
+    /// `projects/<encoded cwd>/<id>.jsonl` (the layout Claude Code reads), or
+    /// `<id>.jsonl` for a file outside a `projects/` tree. Sub-agent files go
+    /// beside it in the same relative places.
+    fn copy_name(&self) -> String {
+        match self.config_dir() {
+            Some(cfg) => self
+                .main
+                .strip_prefix(&cfg)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| file_name(&self.main)),
+            None => file_name(&self.main),
+        }
+    }
+
+    fn session_ids(&self) -> Result<Vec<String>> {
+        Ok(vec![self.id.clone()])
+    }
+
+    fn load(&self, id: &str) -> Result<Session> {
+        if id != self.id {
+            anyhow::bail!("{}: no session {id}", self.main.display());
+        }
+        parse::load(&self.id, &self.files())
+    }
+
+    fn describe(&self, session: &Session, edit: &Edit) -> StoredChange {
+        edit::describe(session, edit)
+    }
+
+    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
+        edit::apply(session, edits)
+    }
+
+    fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()> {
+        let dir = dest
+            .parent()
+            .ok_or_else(|| anyhow::anyhow!("destination has no parent folder"))?;
+        let edits: Vec<&Edit> = edits.iter().filter(|e| e.session_id == self.id).collect();
+        let targets: Vec<(PathBuf, PathBuf)> = self
+            .files()
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let t = if i == 0 {
+                    dest.to_path_buf()
+                } else {
+                    dir.join(self.relative(&f))
+                };
+                (f, t)
+            })
+            .collect();
+        // Write every file to a temp name first, then rename: sub-agent files
+        // before the main file, which lands last.
+        let mut written = Vec::new();
+        for (src, target) in &targets {
+            written.push((edit::write_file(src, target, &edits)?, target.clone()));
+        }
+        for (tmp, target) in written.into_iter().rev() {
+            tmp.persist(&target).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: cannot rename into place: {}",
+                    target.display(),
+                    e.error
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_shape() {
+        assert!(uuid_like("0a40fb08-409e-47b5-867c-464f5acf52d8"));
+        assert!(!uuid_like("agent-c8d9b115"));
+        assert!(!uuid_like("0a40fb08-409e-47b5-867c-464f5acf52dz"));
+    }
+
+    #[test]
+    fn only_transcript_lines_qualify() {
+        let yes = [
+            r#"{"parentUuid":null,"type":"user","uuid":"a"}"#,
+            r#"{"type":"queue-operation","sessionId":"s"}"#,
+            r#"{"type":"summary","summary":"t","leafUuid":"x"}"#,
+        ];
+        let no = [
+            r#"{"type":"system","session_id":"s","uuid":"u"}"#,
+            r#"{"timestamp":"t","type":"session_meta","payload":{}}"#,
+            r#"[1,2]"#,
+        ];
+        for y in yes {
+            assert!(looks_like_claude(&serde_json::from_str(y).unwrap()), "{y}");
+        }
+        for n in no {
+            assert!(!looks_like_claude(&serde_json::from_str(n).unwrap()), "{n}");
+        }
+    }
+}

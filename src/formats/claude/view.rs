@@ -1,0 +1,187 @@
+//! What Claude Code 2.1.197 sends when it resumes a transcript, observed by
+//! resuming real transcripts against the loopback stub and reading the
+//! request (shared/tools/claude-codex-gen; scripts/claude_resume_check.sh):
+//!
+//! 1. Lines go into a map by uuid: a re-used uuid keeps its first line's
+//!    position and takes the last line's content.
+//! 2. The latest `compact_boundary`'s preserved messages
+//!    (`compactMetadata.preservedMessages.uuids`, else the walk from
+//!    `preservedSegment.tailUuid` up `parentUuid` to `headUuid`) are relinked
+//!    under its summary (the segment's `anchorUuid`, the `isCompactSummary`
+//!    line) and every other entry positioned before the boundary is dropped.
+//!    If a preserved uuid is missing or the walk breaks, or the boundary has
+//!    no preserved metadata (versions before about 2.1.100), nothing is
+//!    dropped.
+//! 3. The history is the walk up `parentUuid` from the leaf
+//!    (`last-prompt.leafUuid`, else the last message); `logicalParentUuid` is
+//!    never followed. After pruning, a link to a dropped entry continues at
+//!    the preserved tail (else the summary), and the summary's other children
+//!    hang below the preserved tail: the request is `[summary, preserved...,
+//!    what follows]`.
+//!
+//! Observed (scripts/claude_resume_check.sh and by hand; messages in the
+//! first request, the new prompt included): `claude-code-gen/double_compact`
+//! as stored, 12 (summary, preserved reply, the rest); with the preserved
+//! metadata removed, 10 (no preserved reply; the summary merges into the next
+//! user message); that file with a post-boundary line re-pointed to a
+//! pre-boundary entry, 25 (the whole pre-compaction history, no summary), and
+//! 12 when the metadata is kept (neutralised); `multi` 21 with the metadata
+//! (summary + 8 preserved), 15 without; a 2.1.39 spotter session (no
+//! metadata): the summary and what follows.
+
+use crate::model::{Message, Role, Session};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+
+/// uuid -> (first index, last index) of the main file's messages.
+fn entries(s: &Session) -> HashMap<&str, (usize, usize)> {
+    let mut map: HashMap<&str, (usize, usize)> = HashMap::new();
+    for (i, m) in s.messages.iter().enumerate() {
+        if m.line.is_some_and(|l| l.file != 0) {
+            continue;
+        }
+        map.entry(m.id.as_str())
+            .and_modify(|e| e.1 = i)
+            .or_insert((i, i));
+    }
+    map
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Fills each boundary's [`crate::model::CompactionMarker::preserved`] and
+/// `prunes` from its stored `compactMetadata` and the lines present now.
+pub fn resolve_markers(s: &mut Session) {
+    let map = entries(s);
+    let mut resolved: Vec<(usize, Vec<String>, bool)> = Vec::new();
+    for (i, m) in s.messages.iter().enumerate() {
+        if m.compaction().is_none() {
+            continue;
+        }
+        let meta = m.raw.get("compactMetadata");
+        let uuids = strings(meta.and_then(|x| x.pointer("/preservedMessages/uuids")));
+        let seg = meta.and_then(|x| x.get("preservedSegment"));
+        let (preserved, prunes) = if !uuids.is_empty() {
+            let ok = uuids.iter().all(|u| map.contains_key(u.as_str()));
+            (uuids, ok)
+        } else if let Some(seg) = seg {
+            let head = seg.get("headUuid").and_then(Value::as_str);
+            let tail = seg.get("tailUuid").and_then(Value::as_str);
+            let mut walk = Vec::new();
+            let mut ok = false;
+            let mut cur = tail;
+            let mut seen = HashSet::new();
+            while let Some(u) = cur {
+                let Some(&(_, last)) = map.get(u) else { break };
+                if !seen.insert(u) {
+                    break;
+                }
+                walk.push(u.to_string());
+                if Some(u) == head {
+                    ok = true;
+                    break;
+                }
+                cur = s.messages[last].parent_id.as_deref();
+            }
+            walk.reverse();
+            (walk, ok && head.is_some())
+        } else {
+            (Vec::new(), false)
+        };
+        resolved.push((i, preserved, prunes));
+    }
+    for (i, preserved, prunes) in resolved {
+        for p in &mut s.messages[i].parts {
+            if let Some(c) = &mut p.compaction {
+                c.preserved = preserved.clone();
+                c.prunes = prunes;
+            }
+        }
+    }
+}
+
+/// Whether a message on the history walk is sent to the model: user and
+/// assistant lines, attachments (sent as system reminders), and the boundary
+/// itself (no content, kept so the view shows where history starts).
+fn sent(m: &Message) -> bool {
+    match &m.role {
+        Role::User | Role::Assistant => true,
+        Role::Other(t) => t == "attachment" || m.compaction().is_some(),
+    }
+}
+
+/// Indexes of the messages Claude Code sends on resume, in the order sent
+/// (module doc). For a re-used uuid, the index of its last line (its content).
+pub fn visible_view(s: &Session) -> Vec<usize> {
+    let map = entries(s);
+    let boundary = s.messages.iter().enumerate().rfind(|(i, m)| {
+        m.compaction().is_some() && map.get(m.id.as_str()).map(|e| e.0) == Some(*i)
+    });
+    let (bpos, marker, bid) = match boundary {
+        Some((i, m)) => (i, m.compaction().cloned(), Some(m.id.as_str())),
+        None => (0, None, None),
+    };
+    let prunes = marker.as_ref().is_some_and(|c| c.prunes);
+    let preserved: Vec<String> = marker.map(|c| c.preserved).unwrap_or_default();
+    let anchor = bid.and_then(|b| {
+        s.messages[bpos..]
+            .iter()
+            .find(|m| m.summary && m.parent_id.as_deref() == Some(b))
+            .map(|m| m.id.as_str())
+    });
+    let head = preserved.first().map(String::as_str);
+    let tail = preserved.last().map(String::as_str);
+    let leaf = s
+        .leaf_id
+        .as_deref()
+        .filter(|l| map.contains_key(l))
+        .or_else(|| {
+            s.messages
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(i, m)| {
+                    matches!(m.role, Role::User | Role::Assistant)
+                        && !m.sidechain
+                        && map.get(m.id.as_str()).map(|e| e.0) == Some(*i)
+                })
+                .map(|(_, m)| m.id.as_str())
+        });
+    let mut path: Vec<usize> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut cur = leaf;
+    while let Some(u) = cur {
+        let Some(&(_, last)) = map.get(u) else { break };
+        if !seen.insert(u) {
+            break;
+        }
+        path.push(last);
+        let mut parent = s.messages[last].parent_id.as_deref();
+        if prunes {
+            if Some(u) == head {
+                parent = anchor;
+            } else if let Some(p) = parent {
+                let dropped = match map.get(p) {
+                    None => true,
+                    Some(e) => e.0 < bpos && !preserved.iter().any(|x| x == p),
+                };
+                let below_anchor = Some(p) == anchor && tail.is_some();
+                if dropped || below_anchor {
+                    parent = tail.or(anchor);
+                }
+            }
+        }
+        cur = parent;
+    }
+    path.reverse();
+    path.into_iter().filter(|&i| sent(&s.messages[i])).collect()
+}

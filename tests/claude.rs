@@ -1,0 +1,909 @@
+//! Claude Code transcripts: totals, findings, repair and compact on the real
+//! data copied into fixtures/claude-code (see fixtures/README.md; the facts
+//! come from fixtures/claude-code/claude-code-gen/MANIFEST.md), bad lines,
+//! and originals left untouched by every command.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+const DOUBLE: &str = "0a40fb08-409e-47b5-867c-464f5acf52d8";
+const IMAGE: &str = "ada37aa8-fdfe-41e2-ae55-88cfa2a2c290";
+const MULTI: &str = "0acd6738-1c9b-460c-ba5f-185135e4ad7f";
+const NOPROGRESS: &str = "fbfaaf41-f446-468b-a40a-48c11b34a4a1";
+const WITH_AGENTS: &str = "5ed31c36-bca8-40fd-8d24-f1a1f0af7901";
+
+/// `fixtures/claude-code/<rel>`.
+fn cc(rel: &str) -> PathBuf {
+    fixtures().join("claude-code").join(rel)
+}
+
+/// `fixtures/claude-code/claude-code-gen/<scenario>`.
+fn gen(scenario: &str) -> PathBuf {
+    cc("claude-code-gen").join(scenario)
+}
+
+/// The session file of a generated scenario.
+fn gen_file(scenario: &str) -> PathBuf {
+    let projects = gen(scenario).join("projects");
+    let project = std::fs::read_dir(&projects)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::read_dir(project)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn check(path: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["check", "--format", "json"];
+    args.extend_from_slice(extra);
+    args.push(p(path));
+    json(&args)
+}
+
+fn session<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no session {id} in {doc:#}"))
+}
+
+/// Lines of a file (with their newline), to compare copies line by line.
+fn lines(path: &Path) -> Vec<Vec<u8>> {
+    let bytes = std::fs::read(path).unwrap();
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+#[test]
+fn list_totals_equal_ccusage_on_the_generated_sessions() {
+    // ccusage 20.0.24 `claude session --offline --json` (MANIFEST.md):
+    // input / output / cache creation / cache read.
+    let expected = [
+        (DOUBLE, "double_compact", [39, 1190, 30852, 173924], 2),
+        (IMAGE, "image", [18, 142, 32566, 98129], 1),
+        (MULTI, "multi", [48, 1295, 36202, 226657], 2),
+        (NOPROGRESS, "noprogress", [21, 238, 18571, 790366], 3),
+    ];
+    for (id, scenario, t, compactions) in expected {
+        let doc = json(&["list", "--format", "json", p(&gen(scenario))]);
+        let s = session(&doc, id);
+        assert_eq!(s["agent"], "claude-code");
+        let got = &s["tokens_total"];
+        assert_eq!(
+            [
+                got["input"].as_u64().unwrap(),
+                got["output"].as_u64().unwrap(),
+                got["cache_write"].as_u64().unwrap(),
+                got["cache_read"].as_u64().unwrap()
+            ],
+            t,
+            "{scenario}: {s:#}"
+        );
+        assert_eq!(s["compactions"], compactions, "{scenario}");
+        // Stored bytes are the file's bytes, line by line.
+        let size = std::fs::metadata(gen_file(scenario)).unwrap().len();
+        assert_eq!(s["payload_bytes"], size, "{scenario}");
+        // Claude Code stores no usage for its summarization calls: the report says so.
+        assert!(
+            s["notes"][0]
+                .as_str()
+                .unwrap()
+                .contains("stores no usage for its summarization calls"),
+            "{s:#}"
+        );
+    }
+}
+
+#[test]
+fn context_tokens_are_input_plus_cache_of_the_last_turn() {
+    let doc = json(&["list", "--format", "json", p(&gen("multi"))]);
+    // Last assistant of multi: input 3, cache creation 2033, cache read 14846.
+    assert_eq!(session(&doc, MULTI)["context_tokens"], 3 + 2033 + 14846);
+}
+
+#[test]
+fn image_blocks_count_as_media_also_inside_tool_results() {
+    let doc = json(&[
+        "inspect",
+        "--session",
+        IMAGE,
+        "--format",
+        "json",
+        p(&gen("image")),
+    ]);
+    let msgs = doc["sessions"][0]["messages"].as_array().unwrap();
+    // The pasted PNG (line 13) and the Read tool's result (line 23): 26,065 bytes each.
+    let media: Vec<(u64, u64)> = msgs
+        .iter()
+        .filter(|m| m["media_count"].as_u64().unwrap() > 0)
+        .map(|m| {
+            (
+                m["line"].as_u64().unwrap(),
+                m["media_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(media, vec![(13, 26065), (23, 26065)]);
+    let tool_result = msgs.iter().find(|m| m["line"] == 23).unwrap();
+    assert_eq!(tool_result["parts"][0]["kind"], "tool_result");
+    assert_eq!(tool_result["parts"][0]["tool"], "Read");
+    let f = with_code(&check(&gen("image"), &[]), "media-in-history");
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0]["media_bytes"], 26065);
+    assert_eq!(
+        f[0]["message_ids"],
+        json!(["c88339d6-6fc8-467f-b0f7-4d9df1cb5f51"])
+    );
+}
+
+#[test]
+fn noprogress_is_a_compaction_loop_triggered_by_pre_tokens() {
+    let doc = check(&gen("noprogress"), &[]);
+    let f = with_code(&doc, "compaction-loop");
+    assert_eq!(f.len(), 1, "{doc:#}");
+    assert_eq!(f[0]["severity"], "error");
+    assert_eq!(f[0]["compactions"], 3);
+    assert_eq!(f[0]["stalls"], 2);
+    assert_eq!(f[0]["tokens"], json!([190359, 190571, 190066]));
+    // Each compaction by itself made progress (postTokens far below preTokens):
+    // the context refilled between them.
+    assert_eq!(f[0]["post_tokens"], json!([793, 803, 803]));
+    assert_eq!(f[0]["no_progress_ids"], json!([]));
+    bin().arg("check").arg(gen("noprogress")).assert().code(1);
+}
+
+#[test]
+fn a_manual_compaction_breaks_the_chain_and_multi_is_healthy() {
+    let doc = check(&gen("multi"), &[]);
+    assert!(findings(&doc).is_empty(), "{doc:#}");
+    bin()
+        .args(["check", "--fail-on", "warning"])
+        .arg(gen("multi"))
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn rewritten_uuids_are_harmless_duplicates_and_split_responses_are_not() {
+    let doc = check(&gen("double_compact"), &[]);
+    let d = with_code(&doc, "duplicate-id");
+    // MANIFEST: 12 uuids written more than once, 15 extra lines.
+    assert_eq!(d.len(), 15, "{doc:#}");
+    assert!(d
+        .iter()
+        .all(|f| f["severity"] == "warning" && f["same_content"] == true));
+    let ids: std::collections::BTreeSet<&str> =
+        d.iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 12);
+    // With its preserved metadata, the latest boundary prunes: no stale parent.
+    assert!(with_code(&doc, "stale-parent").is_empty(), "{doc:#}");
+    assert_eq!(findings(&doc).len(), 15);
+}
+
+#[test]
+fn derived_fixture_without_preserved_metadata_has_a_stale_parent_error() {
+    let doc = check(&gen("double_compact_nometa"), &[]);
+    let f = with_code(&doc, "stale-parent");
+    assert_eq!(f.len(), 1, "{doc:#}");
+    assert_eq!(f[0]["severity"], "error");
+    // Line 28, written after boundary 1 (line 26), points to line 19.
+    assert_eq!(f[0]["message_id"], "53971763-661d-4d43-8d2a-630fa944bb8b");
+    assert_eq!(f[0]["line"], 28);
+    assert_eq!(f[0]["parent_id"], "b721d162-9695-4faf-8eb1-a9e20667e7eb");
+    assert_eq!(
+        f[0]["compaction_id"],
+        "ea00730b-e30d-4340-94b9-47ba2dcb02d6"
+    );
+    // Nothing preserved any more: the boundary's isCompactSummary line (27).
+    assert_eq!(
+        f[0]["suggested_parent_id"],
+        "e9e1c541-b47f-472f-9b52-c130f5a97209"
+    );
+    assert_eq!(f[0]["pruned_on_resume"], false);
+}
+
+#[test]
+fn a_stale_parent_under_a_pruning_boundary_is_a_warning() {
+    // The same link as in the derived fixture, but in a copy of the original
+    // whose latest boundary keeps its metadata: re-point line 69 (after
+    // boundary 2) to line 47 (before it, not preserved).
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("double_compact");
+    let dst = t.path().join(src.file_name().unwrap());
+    let mut ls = lines(&src);
+    let mut v: Value = serde_json::from_slice(&ls[68]).unwrap();
+    let target: Value = serde_json::from_slice(&ls[46]).unwrap();
+    v["parentUuid"] = target["uuid"].clone();
+    ls[68] = format!("{}\n", serde_json::to_string(&v).unwrap()).into_bytes();
+    std::fs::write(&dst, ls.concat()).unwrap();
+    let f = with_code(&check(&dst, &[]), "stale-parent");
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0]["severity"], "warning");
+    assert_eq!(f[0]["pruned_on_resume"], true);
+    assert_eq!(f[0]["line"], 69);
+    // Boundary 2 preserves line 51: that is where the link goes.
+    assert_eq!(
+        f[0]["suggested_parent_id"],
+        "fb335d7a-aeed-43e8-a3bf-37148b75b659"
+    );
+}
+
+#[test]
+fn resume_view_is_summary_preserved_then_what_follows() {
+    let doc = json(&[
+        "inspect",
+        "--session",
+        DOUBLE,
+        "--format",
+        "json",
+        p(&gen("double_compact")),
+    ]);
+    let s = &doc["sessions"][0];
+    let visible: Vec<u64> = s["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["flags"].as_array().unwrap().contains(&json!("visible")))
+        .map(|m| m["line"].as_u64().unwrap())
+        .collect();
+    // The boundary (67), its summary (68), the preserved reply (51), and the
+    // chain from there to the leaf; nothing else from before the boundary.
+    assert_eq!(
+        visible,
+        vec![51, 67, 68, 69, 70, 71, 72, 73, 76, 77, 80, 81, 82, 83, 84, 88, 89, 90]
+    );
+    assert_eq!(s["visible_messages"], 18);
+}
+
+#[test]
+fn sub_agent_files_belong_to_their_session_in_both_layouts() {
+    let project = cc("claude-code-log/projects/-Users-dain-workspace-danieldemmel-me-next");
+    let doc = json(&["list", "--format", "json", p(&project)]);
+    let ids: Vec<&str> = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    // agent-*.jsonl beside the sessions are no sessions of their own.
+    assert!(!ids.iter().any(|i| i.starts_with("agent-")), "{ids:?}");
+    // 5ed31c36 (main: 43/3/4330/44742 in ccusage) + agent-c3d572ee + agent-c63fe96c.
+    let s = session(&doc, WITH_AGENTS);
+    assert_eq!(s["tokens_total"]["input"], 43 + 3 + 1366);
+    assert_eq!(s["tokens_total"]["output"], 3 + 62 + 190);
+    assert_eq!(s["tokens_total"]["cache_read"], 44742 + 1374);
+    // The 0-byte session file keeps its two agent files.
+    let empty = session(&doc, "7864f562-717b-4d70-a1cb-b588f7826a1a");
+    assert_eq!(empty["messages"], 4);
+    // 2.1.x layout: the same files under <id>/subagents/ (one named like a
+    // compaction sub-agent) give the same totals.
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("projects/p");
+    std::fs::create_dir_all(d.join(WITH_AGENTS).join("subagents")).unwrap();
+    std::fs::copy(
+        project.join(format!("{WITH_AGENTS}.jsonl")),
+        d.join(format!("{WITH_AGENTS}.jsonl")),
+    )
+    .unwrap();
+    for (from, to) in [
+        ("agent-c3d572ee.jsonl", "agent-acompact-c3d572ee.jsonl"),
+        ("agent-c63fe96c.jsonl", "agent-c63fe96c.jsonl"),
+    ] {
+        std::fs::copy(
+            project.join(from),
+            d.join(WITH_AGENTS).join("subagents").join(to),
+        )
+        .unwrap();
+    }
+    let doc2 = json(&["list", "--format", "json", p(t.path())]);
+    assert_eq!(doc2["sessions"].as_array().unwrap().len(), 1, "{doc2:#}");
+    assert_eq!(doc2["sessions"][0]["tokens_total"], s["tokens_total"]);
+    let inspect = json(&[
+        "inspect",
+        "--session",
+        WITH_AGENTS,
+        "--format",
+        "json",
+        p(t.path()),
+    ]);
+    let side = inspect["sessions"][0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["flags"].as_array().unwrap().contains(&json!("sidechain")))
+        .count();
+    assert_eq!(side, 4);
+}
+
+#[test]
+fn an_agent_file_without_its_session_is_a_session_of_its_own() {
+    let doc = json(&[
+        "list",
+        "--format",
+        "json",
+        p(&cc(
+            "claude-code-log/projects/-Users-dain-workspace-claude-code-log-sample",
+        )),
+    ]);
+    let s = session(&doc, "agent-3be551df");
+    assert_eq!(s["tokens_total"]["input"], 3811);
+}
+
+#[test]
+fn legacy_summary_lines_give_the_title() {
+    let doc = json(&[
+        "list",
+        "--format",
+        "json",
+        p(&cc(
+            "claude-code-log/projects/-Users-dain-workspace-danieldemmel-me-next",
+        )),
+    ]);
+    assert_eq!(
+        session(&doc, "3680252d-d4e3-4416-bddd-8f5b5b4fdb7f")["title"],
+        "CSS Details Margin Styling"
+    );
+}
+
+#[test]
+fn healthy_real_sessions_have_nothing_at_warning_or_above() {
+    for path in [cc("claude-code-log/projects"), gen("multi")] {
+        bin()
+            .args(["check", "--fail-on", "warning"])
+            .arg(&path)
+            .assert()
+            .code(0);
+    }
+}
+
+#[test]
+fn bad_lines_are_unreadable_with_their_line_and_the_rest_is_read() {
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("multi");
+    let dst = t.path().join(src.file_name().unwrap());
+    let mut ls = lines(&src);
+    let n = ls.len();
+    ls[9] = b"{\"type\":\"last-prompt\", broken\n".to_vec();
+    ls[20] = b"[1,2,3]\n".to_vec();
+    std::fs::write(&dst, ls.concat()).unwrap();
+    let doc = check(&dst, &[]);
+    let u = with_code(&doc, "unreadable");
+    assert_eq!(u.len(), 2, "{doc:#}");
+    assert!(u[0]["location"].as_str().unwrap().ends_with(":line 10"));
+    assert!(u[0]["error"].as_str().unwrap().contains("invalid JSON"));
+    assert!(u[1]["location"].as_str().unwrap().ends_with(":line 21"));
+    assert!(u[1]["error"]
+        .as_str()
+        .unwrap()
+        .contains("expected a JSON object"));
+    assert!(with_code(&doc, "torn-tail").is_empty());
+    // Neither line was a message: all 55 messages are still read.
+    let list = json(&["list", "--format", "json", p(&dst)]);
+    assert_eq!(list["sessions"][0]["messages"], 55);
+    assert_eq!(n, 89);
+}
+
+#[test]
+fn a_torn_last_line_is_torn_tail_and_repair_leaves_it_out() {
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("image");
+    let projects = t.path().join("in/projects/p");
+    std::fs::create_dir_all(&projects).unwrap();
+    let dst = projects.join(src.file_name().unwrap());
+    let mut bytes = std::fs::read(&src).unwrap();
+    bytes.extend_from_slice(b"{\"parentUuid\":\"c800a109-1b4e\",\"type\":\"assis");
+    std::fs::write(&dst, &bytes).unwrap();
+    let doc = check(&dst, &[]);
+    let f = with_code(&doc, "torn-tail");
+    assert_eq!(f.len(), 1, "{doc:#}");
+    assert_eq!(f[0]["severity"], "error");
+    assert!(f[0]["location"].as_str().unwrap().ends_with(":line 45"));
+    assert!(with_code(&doc, "unreadable").is_empty());
+
+    let out = t.path().join("out");
+    let before = snapshot(&t.path().join("in"));
+    let r = json(&[
+        "repair",
+        "--format",
+        "json",
+        p(&t.path().join("in")),
+        "--out",
+        p(&out),
+    ]);
+    assert_eq!(before, snapshot(&t.path().join("in")));
+    let torn: Vec<&Value> = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["field"] == "line" && c["new"].is_null())
+        .collect();
+    assert_eq!(torn.len(), 1, "{r:#}");
+    let copy = out.join("projects/p").join(src.file_name().unwrap());
+    // The copy is the original file, byte for byte.
+    assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&src).unwrap());
+    assert!(with_code(&check(&copy, &[]), "torn-tail").is_empty());
+}
+
+#[test]
+fn dangling_parents_are_reported_except_expected_roots() {
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("multi");
+    let dst = t.path().join(src.file_name().unwrap());
+    let mut ls = lines(&src);
+    // Line 22 (user "Step 3") loses its parent; line 4 (an attachment) too;
+    // the boundary at line 60 names a logical parent that does not exist.
+    for (i, key) in [
+        (21, "parentUuid"),
+        (3, "parentUuid"),
+        (59, "logicalParentUuid"),
+    ] {
+        let mut v: Value = serde_json::from_slice(&ls[i]).unwrap();
+        v[key] = json!("00000000-0000-4000-8000-000000000000");
+        ls[i] = format!("{}\n", serde_json::to_string(&v).unwrap()).into_bytes();
+    }
+    std::fs::write(&dst, ls.concat()).unwrap();
+    let doc = check(&dst, &[]);
+    let d = with_code(&doc, "dangling-parent");
+    assert_eq!(d.len(), 1, "{doc:#}");
+    assert_eq!(d[0]["line"], 22);
+    // The last valid message before it on the same chain: line 17, the
+    // assistant that ended turn 2.
+    let want: Value = serde_json::from_slice(&lines(&src)[16]).unwrap();
+    assert_eq!(d[0]["suggested_parent_id"], want["uuid"]);
+    let l = with_code(&doc, "dangling-logical-parent");
+    assert_eq!(l.len(), 1);
+    assert_eq!(l[0]["severity"], "warning");
+    assert_eq!(l[0]["line"], 60);
+}
+
+#[test]
+fn stored_counts_above_the_window_are_impossible_usage() {
+    let doc = check(
+        &gen("noprogress"),
+        &["--context", "100000", "--max-output", "8000"],
+    );
+    let f = with_code(&doc, "impossible-usage");
+    assert!(!f.is_empty(), "{doc:#}");
+    assert!(f.iter().all(|f| f["severity"] == "warning"
+        && f["context"] == 100000
+        && f["tokens"].as_u64().unwrap() > 100000));
+    // The three compaction triggers (preTokens ~190k) are among them.
+    assert_eq!(
+        f.iter()
+            .filter(|f| f["what"] == "compaction trigger")
+            .count(),
+        3
+    );
+    assert!(with_code(&check(&gen("noprogress"), &[]), "impossible-usage").is_empty());
+}
+
+#[test]
+fn a_tool_call_without_result_is_unfinished_but_parallel_siblings_are_not() {
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("multi");
+    let dst = t.path().join(src.file_name().unwrap());
+    let mut ls = lines(&src);
+    // Line 8 carries the result of line 7's Bash call: point it elsewhere.
+    let mut v: Value = serde_json::from_slice(&ls[7]).unwrap();
+    v["message"]["content"][0]["tool_use_id"] = json!("toolu_nowhere");
+    ls[7] = format!("{}\n", serde_json::to_string(&v).unwrap()).into_bytes();
+    std::fs::write(&dst, ls.concat()).unwrap();
+    let f = with_code(&check(&dst, &[]), "unfinished-tool-call");
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0]["tool"], "Bash");
+    assert_eq!(f[0]["status"], "pending");
+}
+
+#[test]
+fn walking_folders_skips_other_jsonl_and_a_named_one_says_why() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(
+        t.path().join("stream.jsonl"),
+        "{\"type\":\"system\",\"session_id\":\"s\",\"uuid\":\"u\"}\n",
+    )
+    .unwrap();
+    std::fs::copy(gen_file("multi"), t.path().join(format!("{MULTI}.jsonl"))).unwrap();
+    let doc = json(&["list", "--format", "json", p(t.path())]);
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["errors"], json!([]));
+    bin()
+        .args(["list"])
+        .arg(t.path().join("stream.jsonl"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not a session store"));
+}
+
+#[test]
+fn claude_config_dir_is_a_default_path() {
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    let projects = a.join("projects/p");
+    std::fs::create_dir_all(&projects).unwrap();
+    std::fs::copy(gen_file("multi"), projects.join(format!("{MULTI}.jsonl"))).unwrap();
+    let home = t.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = bin()
+        .args(["list", "--format", "json"])
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            format!("{},{}", a.display(), t.path().join("missing").display()),
+        )
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["sessions"][0]["id"], MULTI, "{doc:#}");
+}
+
+#[test]
+fn repair_of_the_derived_fixture_reparents_and_drops_rewritten_copies_only() {
+    let t = tempfile::tempdir().unwrap();
+    let src_dir = gen("double_compact_nometa");
+    let before = snapshot(&src_dir);
+    let out = t.path().join("fixed");
+    let r = json(&["repair", "--format", "json", p(&src_dir), "--out", p(&out)]);
+    assert_eq!(before, snapshot(&src_dir), "the original is untouched");
+    let changes = r["changes"].as_array().unwrap();
+    let reparent: Vec<&Value> = changes
+        .iter()
+        .filter(|c| c["field"] == "parentUuid")
+        .collect();
+    assert_eq!(reparent.len(), 1, "{r:#}");
+    assert_eq!(
+        reparent[0]["message_id"],
+        "53971763-661d-4d43-8d2a-630fa944bb8b"
+    );
+    assert_eq!(reparent[0]["old"], "b721d162-9695-4faf-8eb1-a9e20667e7eb");
+    assert_eq!(reparent[0]["new"], "e9e1c541-b47f-472f-9b52-c130f5a97209");
+    // 12 re-written uuids: their later copies go, the first lines stay.
+    assert_eq!(changes.iter().filter(|c| c["field"] == "line").count(), 12);
+    // Same layout under --out: DIR/projects/<encoded cwd>/<id>.jsonl.
+    let rel = gen_file("double_compact_nometa")
+        .strip_prefix(&src_dir)
+        .unwrap()
+        .to_path_buf();
+    assert_eq!(
+        r["copies"][0]["dest"].as_str().unwrap(),
+        out.join(&rel).to_str().unwrap()
+    );
+    let copy = out.join(&rel);
+    let doc = check(&copy, &[]);
+    assert!(findings(&doc).is_empty(), "{doc:#}");
+    // Line by line: the copy is the original minus the 15 copies, with line 28
+    // changed in parentUuid only; every other line is byte-identical.
+    let orig = lines(&gen_file("double_compact_nometa"));
+    let fixed = lines(&copy);
+    assert_eq!(fixed.len(), orig.len() - 15);
+    let changed: Vec<&Vec<u8>> = fixed.iter().filter(|l| !orig.contains(l)).collect();
+    assert_eq!(changed.len(), 1);
+    let mut a: Value = serde_json::from_slice(changed[0]).unwrap();
+    let mut b: Value = serde_json::from_slice(&orig[27]).unwrap();
+    assert_eq!(a["parentUuid"], "e9e1c541-b47f-472f-9b52-c130f5a97209");
+    a["parentUuid"] = Value::Null;
+    b["parentUuid"] = Value::Null;
+    assert_eq!(a, b, "every other field of the line is kept");
+    // Token totals are unchanged: only copies and a parent link changed.
+    let l1 = json(&["list", "--format", "json", p(&copy)]);
+    let l0 = json(&["list", "--format", "json", p(&src_dir)]);
+    assert_eq!(
+        l1["sessions"][0]["tokens_total"],
+        l0["sessions"][0]["tokens_total"]
+    );
+    // A second run refuses to overwrite, --force replaces.
+    bin()
+        .args(["repair", p(&src_dir), "--out", p(&out)])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--force"));
+    bin()
+        .args(["repair", p(&src_dir), "--out", p(&out), "--force"])
+        .assert()
+        .code(0);
+    // --out inside the source's config dir is refused.
+    bin()
+        .args(["repair", p(&src_dir), "--out"])
+        .arg(src_dir.join("projects/elsewhere"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("refusing --out"));
+}
+
+#[test]
+fn repair_of_a_dangling_parent_links_to_the_last_valid_message() {
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("multi");
+    let dir = t.path().join("in/projects/p");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join(src.file_name().unwrap());
+    let mut ls = lines(&src);
+    let mut v: Value = serde_json::from_slice(&ls[21]).unwrap();
+    v["parentUuid"] = json!("00000000-0000-4000-8000-000000000000");
+    ls[21] = format!("{}\n", serde_json::to_string(&v).unwrap()).into_bytes();
+    std::fs::write(&dst, ls.concat()).unwrap();
+    let out = t.path().join("out");
+    bin()
+        .args(["repair", p(&t.path().join("in")), "--out", p(&out)])
+        .assert()
+        .code(0);
+    let copy = out.join("projects/p").join(src.file_name().unwrap());
+    assert!(findings(&check(&copy, &[])).is_empty());
+    // The repaired copy equals the real file: line 22's parent was line 17.
+    assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&src).unwrap());
+}
+
+#[test]
+fn repair_keeps_sub_agent_files_in_their_places() {
+    let t = tempfile::tempdir().unwrap();
+    let src = cc("claude-code-log");
+    let out = t.path().join("out");
+    bin()
+        .args(["repair", p(&src.join("projects")), "--out", p(&out)])
+        .assert()
+        .code(0);
+    let project = "projects/-Users-dain-workspace-danieldemmel-me-next";
+    for f in [
+        "5ed31c36-bca8-40fd-8d24-f1a1f0af7901.jsonl",
+        "agent-c3d572ee.jsonl",
+        "agent-c63fe96c.jsonl",
+        "7864f562-717b-4d70-a1cb-b588f7826a1a.jsonl",
+        "agent-3ea04571.jsonl",
+    ] {
+        assert_eq!(
+            std::fs::read(out.join(project).join(f)).unwrap(),
+            std::fs::read(src.join(project).join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn compact_keeps_from_the_latest_boundary_and_strips_old_images() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("small");
+    let src_dir = gen("image");
+    let before = snapshot(&src_dir);
+    let r = json(&[
+        "compact",
+        p(&src_dir),
+        "--session",
+        IMAGE,
+        "--out",
+        p(&out),
+        "--format",
+        "json",
+        "--context",
+        "19000",
+        "--max-output",
+        "1000",
+        "--keep-turns",
+        "1",
+    ]);
+    assert_eq!(before, snapshot(&src_dir));
+    assert_eq!(r["written"], true, "{r:#}");
+    let steps: Vec<&str> = r["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, vec!["strip-media", "cut-history"], "{r:#}");
+    let strip = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["part_id"] == "c88339d6-6fc8-467f-b0f7-4d9df1cb5f51#1")
+        .unwrap();
+    assert!(strip["new"].as_str().unwrap().starts_with(
+        "[Attached image/png: (unnamed) - removed by session-doctor compact, 26065 bytes"
+    ));
+    let copy = out.join(gen_file("image").strip_prefix(&src_dir).unwrap());
+    let list = json(&["list", "--format", "json", p(&copy)]);
+    assert_eq!(list["sessions"][0]["media_bytes"], 0);
+    let doc = check(&copy, &[]);
+    assert!(
+        findings(&doc).iter().all(|f| f["severity"] != "error"),
+        "{doc:#}"
+    );
+    // The last turn is kept whole; the note says what went.
+    let text = std::fs::read_to_string(&copy).unwrap();
+    assert!(text.contains("Step 5: after compacting"));
+    assert!(text.contains("[session-doctor compact: "));
+    // Message lines from before it are gone (queue-operation lines, which
+    // repeat prompts, are metadata and stay).
+    assert!(!text
+        .lines()
+        .any(|l| l.contains("\"type\":\"user\"") && l.contains("Step 1: is there a diagram")));
+}
+
+#[test]
+fn compact_truncates_old_tool_results_and_their_tool_use_result() {
+    // A copy of multi whose early Read result is long: cut it in the copy.
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("multi");
+    let dir = t.path().join("in/projects/p");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join(src.file_name().unwrap());
+    let mut ls = lines(&src);
+    // Lines 65 and 73 hold tool results after the latest boundary.
+    let long = "0123456789abcdef".repeat(4000);
+    for i in [64, 72] {
+        let mut v: Value = serde_json::from_slice(&ls[i]).unwrap();
+        v["message"]["content"][0]["content"] = json!(long.clone());
+        v["toolUseResult"] = json!({"stdout": long.clone(), "stderr": "", "interrupted": false});
+        ls[i] = format!("{}\n", serde_json::to_string(&v).unwrap()).into_bytes();
+    }
+    std::fs::write(&dst, ls.concat()).unwrap();
+    let out = t.path().join("out");
+    let r = json(&[
+        "compact",
+        p(&t.path().join("in")),
+        "--session",
+        MULTI,
+        "--out",
+        p(&out),
+        "--format",
+        "json",
+        "--max-request-bytes",
+        "150000",
+    ]);
+    assert_eq!(r["written"], true, "{r:#}");
+    assert_eq!(r["steps"][0]["step"], "truncate-tool-output", "{r:#}");
+    let copy = out.join("projects/p").join(src.file_name().unwrap());
+    let fixed = lines(&copy);
+    let v: Value = serde_json::from_slice(&fixed[64]).unwrap();
+    let c = v["message"]["content"][0]["content"].as_str().unwrap();
+    assert!(c.len() < long.len() && c.contains("characters removed by session-doctor compact"));
+    let o = v["toolUseResult"]["stdout"].as_str().unwrap();
+    assert!(o.len() < long.len());
+    assert_eq!(v["toolUseResult"]["interrupted"], false);
+    // The newest tool output within the budget stays whole.
+    let w: Value = serde_json::from_slice(&fixed[72]).unwrap();
+    assert_eq!(w["message"]["content"][0]["content"], json!(long));
+}
+
+#[test]
+fn originals_are_untouched_by_every_command() {
+    let t = tempfile::tempdir().unwrap();
+    let root = cc("");
+    let before = snapshot(&root);
+    let o = |s: &str| t.path().join(s).display().to_string();
+    let r = p(&root).to_string();
+    let nometa = p(&gen("double_compact_nometa")).to_string();
+    let runs: Vec<Vec<String>> = vec![
+        vec!["list".into(), r.clone()],
+        vec!["list".into(), "--format".into(), "json".into(), r.clone()],
+        vec![
+            "inspect".into(),
+            "--session".into(),
+            DOUBLE.into(),
+            "--top".into(),
+            "3".into(),
+            nometa.clone(),
+        ],
+        vec!["check".into(), "--format".into(), "json".into(), r.clone()],
+        vec![
+            "repair".into(),
+            r.clone(),
+            "--out".into(),
+            o("dry"),
+            "--dry-run".into(),
+        ],
+        vec!["repair".into(), r.clone(), "--out".into(), o("copy")],
+        vec![
+            "repair".into(),
+            r.clone(),
+            "--out".into(),
+            o("copy"),
+            "--force".into(),
+        ],
+        vec![
+            "compact".into(),
+            nometa.clone(),
+            "--session".into(),
+            DOUBLE.into(),
+            "--out".into(),
+            o("c"),
+            "--context".into(),
+            "19000".into(),
+            "--max-output".into(),
+            "1000".into(),
+            "--keep-turns".into(),
+            "1".into(),
+        ],
+        vec![
+            "compact".into(),
+            nometa,
+            "--session".into(),
+            DOUBLE.into(),
+            "--out".into(),
+            o("c"),
+            "--force".into(),
+            "--context".into(),
+            "19000".into(),
+            "--max-output".into(),
+            "1000".into(),
+            "--dry-run".into(),
+        ],
+    ];
+    for args in runs {
+        let out = bin().args(&args).output().unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(1)),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(before, snapshot(&root), "{args:?} changed the fixtures");
+    }
+    assert!(!t.path().join("dry").exists());
+    assert!(t.path().join("c").exists());
+}
+
+#[test]
+fn a_stale_parent_on_the_resume_path_is_an_error_and_repair_fixes_it() {
+    // The derived fixture with line 69 (after boundary 2) re-pointed to line 47
+    // (before it): Claude Code 2.1.197 then sends the whole pre-compaction
+    // history (scripts/claude_resume_check.sh, case `onpath`).
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("double_compact_nometa");
+    let dir = t.path().join("in/projects/p");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join(src.file_name().unwrap());
+    let mut ls = lines(&src);
+    let mut v: Value = serde_json::from_slice(&ls[68]).unwrap();
+    let target: Value = serde_json::from_slice(&ls[46]).unwrap();
+    v["parentUuid"] = target["uuid"].clone();
+    ls[68] = format!("{}\n", serde_json::to_string(&v).unwrap()).into_bytes();
+    std::fs::write(&dst, ls.concat()).unwrap();
+    let f = with_code(&check(&dst, &[]), "stale-parent");
+    let on_path: Vec<&Value> = f.iter().filter(|f| f["line"] == 69).collect();
+    assert_eq!(on_path.len(), 1, "{f:#?}");
+    assert_eq!(on_path[0]["severity"], "error");
+    assert_eq!(on_path[0]["on_resume_path"], true);
+    // Nothing preserved: boundary 2's summary (line 68).
+    assert_eq!(
+        on_path[0]["suggested_parent_id"],
+        "379d6f3a-ef14-47fc-b79c-92e413417dc2"
+    );
+    let out = t.path().join("out");
+    bin()
+        .args(["repair", p(&t.path().join("in")), "--out", p(&out)])
+        .assert()
+        .code(0);
+    let copy = out.join("projects/p").join(src.file_name().unwrap());
+    let doc = check(&copy, &[]);
+    assert!(with_code(&doc, "stale-parent").is_empty(), "{doc:#}");
+    // The resume view of the copy starts at boundary 2 again.
+    let i = json(&["inspect", "--session", DOUBLE, "--format", "json", p(&copy)]);
+    let first_visible = i["sessions"][0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["flags"].as_array().unwrap().contains(&json!("visible")))
+        .unwrap()["line"]
+        .as_u64()
+        .unwrap();
+    let list = lines(&copy);
+    let boundary = list
+        .iter()
+        .rposition(|l| String::from_utf8_lossy(l).contains("compact_boundary"))
+        .unwrap() as u64
+        + 1;
+    assert_eq!(first_visible, boundary);
+}
