@@ -98,9 +98,27 @@ impl BudgetArgs {
 
     /// The diagnose options for a session resuming with `session_model`.
     pub fn options(&self, session_model: Option<&str>) -> crate::diagnose::Options {
+        self.options_with_stored(session_model, None)
+    }
+
+    /// The diagnose options for `session`: its resume model, and the limits it
+    /// stored itself when it stored any.
+    pub fn options_for(&self, session: &crate::model::Session) -> crate::diagnose::Options {
+        self.options_with_stored(session.resume_model(), session.stored_limits.as_ref())
+    }
+
+    fn options_with_stored(
+        &self,
+        session_model: Option<&str>,
+        stored: Option<&crate::budget::Limits>,
+    ) -> crate::diagnose::Options {
         crate::diagnose::Options {
-            budget: crate::budget::resolve(&self.limit_options(), session_model)
-                .map(crate::budget::Budget::new),
+            budget: crate::budget::resolve_with_stored(
+                &self.limit_options(),
+                session_model,
+                stored,
+            )
+            .map(crate::budget::Budget::new),
             max_request_bytes: self.max_request_bytes,
             headroom: self.headroom.clamp(0.0, 0.95),
         }

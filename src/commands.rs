@@ -72,7 +72,7 @@ fn load(paths: &[PathBuf], only: Option<&str>, budget: &crate::cli::BudgetArgs) 
                 for id in ids.into_iter().filter(|id| only.is_none_or(|o| o == id)) {
                     match store.load(&id) {
                         Ok(session) => {
-                            let options = budget.options(session.resume_model());
+                            let options = budget.options_for(&session);
                             let findings = diagnose(&session, &options);
                             ws.sessions.push(Loaded {
                                 store: si,
@@ -153,6 +153,7 @@ fn list(common: &Common, only: Option<&str>) -> Result<ExitCode> {
                 context_tokens: s.context_tokens(),
                 tokens_total: s.tokens_total(),
                 findings: SeverityCounts::of(&l.findings),
+                notes: s.notes.clone(),
             }
         })
         .collect();
@@ -213,6 +214,7 @@ fn inspect(common: &Common, id: &str, top: Option<usize>) -> Result<ExitCode> {
                     id: m.id.clone(),
                     role: m.role.as_str().to_string(),
                     parent_id: m.parent_id.clone(),
+                    line: m.line.map(|l| l.line),
                     time_created: m.time_created,
                     payload_bytes: m.payload_bytes(),
                     media_bytes: m.media_bytes(),
@@ -260,6 +262,7 @@ fn check(a: &crate::cli::CheckArgs) -> Result<ExitCode> {
                 source: l.session.source.display().to_string(),
                 budget: l.options.budget.as_ref().ok().cloned(),
                 budget_unknown: l.options.budget.as_ref().err().cloned(),
+                notes: l.session.notes.clone(),
                 findings: l.findings,
             }
         })

@@ -162,7 +162,7 @@ pub struct ToolCall {
 }
 
 /// Compaction request facts of a [`PartKind::Compaction`] part.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CompactionMarker {
     /// Automatic (overflow-triggered) rather than a manual `/compact`.
     pub auto: bool,
@@ -170,6 +170,10 @@ pub struct CompactionMarker {
     pub overflow: bool,
     /// First message of the retained tail (opencode `tail_start_id`).
     pub tail_start_id: Option<String>,
+    /// Context tokens the agent recorded as the trigger of this compaction
+    /// (Codex: `last_token_usage.total_tokens` of the last request before the
+    /// `compacted` line); `None` when it records none.
+    pub trigger_tokens: Option<u64>,
 }
 
 /// One stored part of a message.
@@ -195,12 +199,27 @@ pub struct Part {
     pub raw: Value,
 }
 
+/// Where a message sits in a line-oriented store (JSONL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineRef {
+    /// 1-based line number.
+    pub line: u64,
+    /// Byte offset of the line's first byte in its file.
+    pub offset: u64,
+    /// Bytes of the line, its newline included.
+    pub bytes: u64,
+}
+
 /// One stored message.
 #[derive(Debug, Clone)]
 pub struct Message {
     pub id: String,
     pub role: Role,
     pub parent_id: Option<String>,
+    /// The line of a line-oriented store, `None` for rows and files. Several
+    /// messages may share a line (Codex: the items of a `compacted` line's
+    /// `replacement_history`).
+    pub line: Option<LineRef>,
     /// Creation time, milliseconds since the Unix epoch.
     pub time_created: i64,
     /// Completion time (ms) when stored.
@@ -267,6 +286,17 @@ impl Message {
     }
 }
 
+/// What kind of load problem.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// Not valid JSON, or a required field is missing.
+    #[default]
+    Unreadable,
+    /// The last line of a file has no newline and is not complete JSON: the
+    /// agent was interrupted while writing it.
+    TornTail,
+}
+
 /// Something a loader could not read: a row or file that is not valid JSON or
 /// lacks a required field. The rest of the store is still read.
 #[derive(Debug, Clone)]
@@ -277,6 +307,7 @@ pub struct LoadProblem {
     pub id: Option<String>,
     /// What was expected and what the parser said.
     pub error: String,
+    pub kind: ProblemKind,
 }
 
 /// A loaded session.
@@ -298,9 +329,35 @@ pub struct Session {
     /// order the agent sends them (the agent's own compaction rule, computed by
     /// the format module).
     pub visible: Vec<usize>,
+    /// Stored bytes outside messages (Codex `session_meta` lines, unreadable lines).
+    pub other_bytes: u64,
+    /// Facts about the data worth telling people (e.g. what the agent's own
+    /// token totals include), printed with `list` and `check`.
+    pub notes: Vec<String>,
+    /// Model limits the agent stored with the session itself (Codex
+    /// `task_started.model_context_window`); used when no flag names limits.
+    pub stored_limits: Option<crate::budget::Limits>,
 }
 
 impl Session {
+    /// An empty session.
+    pub fn new(agent: Agent, id: &str, title: Option<String>, source: PathBuf) -> Session {
+        Session {
+            agent,
+            id: id.to_string(),
+            title,
+            source,
+            messages: Vec::new(),
+            orphan_parts: Vec::new(),
+            duplicate_ids: Vec::new(),
+            problems: Vec::new(),
+            visible: Vec::new(),
+            other_bytes: 0,
+            notes: Vec::new(),
+            stored_limits: None,
+        }
+    }
+
     /// Index of a message by id.
     pub fn index_of(&self, id: &str) -> Option<usize> {
         self.messages.iter().position(|m| m.id == id)
@@ -354,8 +411,11 @@ impl Session {
         self.visible.contains(&i)
     }
 
+    /// Stored bytes of the whole session: messages, parts, orphan parts and
+    /// the bytes stored outside messages.
     pub fn payload_bytes(&self) -> u64 {
-        self.messages.iter().map(|m| m.payload_bytes()).sum::<u64>()
+        self.other_bytes
+            + self.messages.iter().map(|m| m.payload_bytes()).sum::<u64>()
             + self
                 .orphan_parts
                 .iter()

@@ -9,6 +9,13 @@
 //!   and its own trigger count is above 95% of the previous one; two
 //!   consecutive zero trigger counts also stall;
 //! - a manual compaction (`auto: false`) neither stalls nor continues a chain.
+//!
+//! Where the agent records the trigger itself ([`crate::model::CompactionMarker::trigger_tokens`];
+//! Codex: the last request's `token_count` before the `compacted` line), that
+//! is the trigger count. Counts the agent stores that report no request
+//! (Codex's zero `token_count` right after a `compacted` line, which carries
+//! its estimate of the new history) are not messages with usage, so they never
+//! count as progress.
 
 use super::{Finding, Severity};
 use crate::model::{Message, Role, Session};
@@ -44,12 +51,14 @@ pub fn chains(s: &Session) -> Vec<Chain> {
             out.extend(cur.take());
             continue;
         }
-        let trigger = s.messages[..c]
-            .iter()
-            .rev()
-            .find(|m| counts(m))
-            .map(|m| m.usage.overflow_count())
-            .unwrap_or(0);
+        let trigger = marker.trigger_tokens.unwrap_or_else(|| {
+            s.messages[..c]
+                .iter()
+                .rev()
+                .find(|m| counts(m))
+                .map(|m| m.usage.overflow_count())
+                .unwrap_or(0)
+        });
         let chain = cur.get_or_insert_with(Chain::default);
         if let (Some(&pc), Some(&pt)) = (chain.compactions.last(), chain.tokens.last()) {
             let limit = pt as f64 * PROGRESS_RATIO;

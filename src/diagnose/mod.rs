@@ -3,6 +3,7 @@
 mod compaction_failed;
 mod compaction_loop;
 mod dangling_parent;
+mod impossible_usage;
 mod integrity;
 mod media_history;
 mod orphan_in_context;
@@ -10,6 +11,7 @@ mod over_budget;
 mod overflow_error;
 mod payload;
 mod stale_parent;
+mod torn_tail;
 mod unfinished_tool_call;
 mod unreadable;
 
@@ -114,6 +116,8 @@ pub const CODES: &[(&str, Severity)] = &[
     ("duplicate-id", Severity::Error),
     ("unfinished-tool-call", Severity::Warning),
     ("unreadable", Severity::Error),
+    ("torn-tail", Severity::Error),
+    ("impossible-usage", Severity::Warning),
     ("over-budget", Severity::Error),
     ("payload-too-large", Severity::Error),
     ("overflow-error", Severity::Error),
@@ -124,6 +128,7 @@ pub const CODES: &[(&str, Severity)] = &[
 pub fn diagnose(s: &Session, o: &Options) -> Vec<Finding> {
     let mut f = Vec::new();
     f.extend(unreadable::check(s));
+    f.extend(torn_tail::check(s));
     f.extend(integrity::check(s));
     f.extend(dangling_parent::check(s));
     f.extend(stale_parent::check(s));
@@ -132,6 +137,7 @@ pub fn diagnose(s: &Session, o: &Options) -> Vec<Finding> {
     f.extend(compaction_failed::check(s));
     f.extend(unfinished_tool_call::check(s));
     f.extend(overflow_error::check(s));
+    f.extend(impossible_usage::check(s, o));
     f.extend(over_budget::check(s, o));
     f.extend(payload::check(s, o));
     f.extend(media_history::check(s));

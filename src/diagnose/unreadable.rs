@@ -1,11 +1,13 @@
-//! `unreadable`: a row or file that is not valid JSON or lacks required fields.
+//! `unreadable`: a row, file or line that is not valid JSON or lacks required
+//! fields (a torn last line is `torn-tail`).
 
 use super::{Finding, Severity};
-use crate::model::Session;
+use crate::model::{ProblemKind, Session};
 
 pub fn check(s: &Session) -> Vec<Finding> {
     s.problems
         .iter()
+        .filter(|p| p.kind == ProblemKind::Unreadable)
         .map(|p| {
             Finding::new(
                 "unreadable",

@@ -4,6 +4,7 @@
 //! A format is found by [`discover`], which walks the given paths and asks each
 //! format whether a path is one of its stores.
 
+pub mod codex;
 pub mod opencode;
 
 use crate::model::{Agent, Session};
@@ -151,6 +152,10 @@ pub struct Discovery {
     pub errors: Vec<String>,
 }
 
+/// What opening a path gives: a store, `None` when the path is not of the
+/// format, or why it could not be read.
+pub type Opened = Result<Option<Box<dyn Store>>>;
+
 /// One storage format's detection hooks. A new agent is one module and one
 /// entry in [`FORMATS`].
 pub struct Format {
@@ -159,18 +164,21 @@ pub struct Format {
     /// Whether a file met while walking folders is worth opening.
     pub wants_file: fn(&Path) -> bool,
     /// Opens a file as a store: `Ok(None)` when it is not of this format.
-    pub open_file: fn(&Path) -> Result<Option<Box<dyn Store>>>,
+    pub open_file: fn(&Path) -> Opened,
     /// Opens a folder as a store: `Ok(None)` when it is not one. A folder that
     /// is a store is not searched further.
-    pub open_dir: fn(&Path) -> Result<Option<Box<dyn Store>>>,
+    pub open_dir: fn(&Path) -> Opened,
 }
 
 /// Every supported format, tried in order.
-pub const FORMATS: &[Format] = &[opencode::FORMAT];
+pub const FORMATS: &[Format] = &[opencode::FORMAT, codex::FORMAT];
 
+/// Opens a file with the formats that want it; a file given by name that no
+/// format wants is tried with every format (so the error says why).
 fn open_any_file(p: &Path, walking: bool) -> Result<Option<Box<dyn Store>>> {
+    let wanted = FORMATS.iter().any(|f| (f.wants_file)(p));
     for f in FORMATS {
-        if walking && !(f.wants_file)(p) {
+        if (walking || wanted) && !(f.wants_file)(p) {
             continue;
         }
         if let Some(s) = (f.open_file)(p)? {
@@ -264,7 +272,9 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
 }
 
 /// The default data dirs of the supported agents that exist on this machine:
-/// `$XDG_DATA_HOME/{opencode,kilo}` and `$HOME/.local/share/{opencode,kilo}`.
+/// `$XDG_DATA_HOME/{opencode,kilo}` and `$HOME/.local/share/{opencode,kilo}`;
+/// Codex's `sessions/` and `archived_sessions/` under `$CODEX_HOME`, else
+/// `$HOME/.codex`.
 pub fn default_paths() -> Vec<PathBuf> {
     let mut bases = Vec::new();
     if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
@@ -277,6 +287,14 @@ pub fn default_paths() -> Vec<PathBuf> {
     for b in bases {
         for name in ["opencode", "kilo"] {
             let p = b.join(name);
+            if p.is_dir() && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    if let Some(home) = codex::codex_home() {
+        for name in ["sessions", "archived_sessions"] {
+            let p = home.join(name);
             if p.is_dir() && !out.contains(&p) {
                 out.push(p);
             }

@@ -34,6 +34,10 @@ pub struct ListRow {
     pub context_tokens: Option<u64>,
     pub tokens_total: Usage,
     pub findings: SeverityCounts,
+    /// Facts about the data worth knowing (e.g. what the agent's own token
+    /// totals include).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// `inspect`: one part of a message.
@@ -60,6 +64,9 @@ pub struct MessageRow {
     pub id: String,
     pub role: String,
     pub parent_id: Option<String>,
+    /// 1-based line number in its file, for line-oriented stores (JSONL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
     /// Milliseconds since the Unix epoch.
     pub time_created: i64,
     pub payload_bytes: u64,
@@ -97,6 +104,10 @@ pub struct CheckSession {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_unknown: Option<String>,
     pub findings: Vec<Finding>,
+    /// Facts about the data worth knowing (e.g. what the agent's own token
+    /// totals include).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// `repair`: one store copy.

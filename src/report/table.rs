@@ -64,6 +64,12 @@ fn short(v: &serde_json::Value) -> String {
     }
 }
 
+fn notes_block(out: &mut String, notes: &[String]) {
+    for n in notes {
+        out.push_str(&format!("  note: {n}\n"));
+    }
+}
+
 fn errors_block(out: &mut String, errors: &[String]) {
     for e in errors {
         out.push_str(&format!("error: {e}\n"));
@@ -124,6 +130,11 @@ impl Exporter for TableExporter {
             ]);
         }
         let mut out = format!("{t}\n{} session(s)\n", rows.len());
+        for r in rows {
+            for n in &r.notes {
+                out.push_str(&format!("note: {}: {n}\n", r.id));
+            }
+        }
         errors_block(&mut out, errors);
         out
     }
@@ -218,6 +229,7 @@ impl Exporter for TableExporter {
         for s in sessions {
             if s.findings.is_empty() {
                 out.push_str(&format!("{} {}: healthy\n", s.agent, s.id));
+                notes_block(&mut out, &s.notes);
                 continue;
             }
             total += s.findings.len();
@@ -243,6 +255,7 @@ impl Exporter for TableExporter {
                 ]);
             }
             out.push_str(&format!("{t}\n"));
+            notes_block(&mut out, &s.notes);
         }
         out.push_str(&format!(
             "{} session(s), {total} finding(s)\n",

@@ -6,7 +6,7 @@
 use super::edit::{self, Layout};
 use super::{assemble, parse_message, parse_part};
 use crate::formats::{Change, Edit, Store, StoredChange};
-use crate::model::{Agent, LoadProblem, Session};
+use crate::model::{Agent, LoadProblem, ProblemKind, Session};
 use anyhow::{anyhow, Context, Result};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -159,21 +159,13 @@ impl Store for LegacyStore {
                     location: sfile.display().to_string(),
                     id: Some(id.to_string()),
                     error,
+                    kind: ProblemKind::Unreadable,
                 });
                 None
             }
         };
-        let mut session = Session {
-            agent: Agent::Opencode,
-            id: id.to_string(),
-            title,
-            source: self.path.clone(),
-            messages: Vec::new(),
-            orphan_parts: Vec::new(),
-            duplicate_ids: Vec::new(),
-            problems,
-            visible: Vec::new(),
-        };
+        let mut session = Session::new(Agent::Opencode, id, title, self.path.clone());
+        session.problems = problems;
         let mut parts = Vec::new();
         for mf in json_files(&self.path.join("message").join(id)) {
             let mid = stem(&mf);
@@ -183,6 +175,7 @@ impl Store for LegacyStore {
                     location: mf.display().to_string(),
                     id: Some(mid.clone()),
                     error,
+                    kind: ProblemKind::Unreadable,
                 }),
             }
             for pf in json_files(&self.path.join("part").join(&mid)) {
@@ -193,6 +186,7 @@ impl Store for LegacyStore {
                         location: pf.display().to_string(),
                         id: Some(pid),
                         error,
+                        kind: ProblemKind::Unreadable,
                     }),
                 }
             }

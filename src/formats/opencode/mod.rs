@@ -120,6 +120,7 @@ fn parse_message(
         id: id.to_string(),
         role,
         parent_id: str_at(&raw, PARENT_FIELD).map(str::to_string),
+        line: None,
         time_created,
         time_completed: raw.pointer("/time/completed").and_then(Value::as_i64),
         summary: raw.get("summary").and_then(Value::as_bool).unwrap_or(false),
@@ -239,6 +240,7 @@ fn parse_part(
                     .and_then(Value::as_bool)
                     .unwrap_or(false),
                 tail_start_id: str_at(&raw, "tail_start_id").map(str::to_string),
+                ..Default::default()
             })
         }
         _ => {}

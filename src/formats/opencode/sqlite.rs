@@ -5,7 +5,7 @@
 use super::edit::{self, Layout};
 use super::{assemble, parse_message, parse_part};
 use crate::formats::{Change, Edit, Store, StoredChange};
-use crate::model::{Agent, LoadProblem, Session};
+use crate::model::{Agent, LoadProblem, ProblemKind, Session};
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
@@ -187,17 +187,7 @@ impl Store for SqliteStore {
                 r.get(0)
             })
             .map_err(|e| anyhow!("{}: session {id}: {e}", self.path.display()))?;
-        let mut session = Session {
-            agent: self.agent,
-            id: id.to_string(),
-            title,
-            source: self.path.clone(),
-            messages: Vec::new(),
-            orphan_parts: Vec::new(),
-            duplicate_ids: Vec::new(),
-            problems: Vec::new(),
-            visible: Vec::new(),
-        };
+        let mut session = Session::new(self.agent, id, title, self.path.clone());
         let mut st = conn.prepare(
             "SELECT id, time_created, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
         )?;
@@ -216,6 +206,7 @@ impl Store for SqliteStore {
                     location: self.loc("message", &mid),
                     id: Some(mid),
                     error,
+                    kind: ProblemKind::Unreadable,
                 }),
             }
         }
@@ -237,6 +228,7 @@ impl Store for SqliteStore {
                     location: self.loc("part", &pid),
                     id: Some(pid),
                     error,
+                    kind: ProblemKind::Unreadable,
                 }),
             }
         }
