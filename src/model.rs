@@ -284,6 +284,15 @@ impl Message {
     pub fn synthetic(&self) -> bool {
         self.parts.iter().any(|p| p.synthetic)
     }
+
+    /// A user turn: a user message that is neither a compaction request, a
+    /// summary, nor a carrier of tool results only.
+    pub fn is_prompt(&self) -> bool {
+        self.role == Role::User
+            && self.compaction().is_none()
+            && !self.summary
+            && (self.parts.is_empty() || self.parts.iter().any(|p| p.kind != PartKind::Tool))
+    }
 }
 
 /// What kind of load problem.

@@ -326,3 +326,215 @@ fn reading_commands_leave_originals_untouched() {
         assert_eq!(snapshot(&cx("")), before, "{args:?} changed fixtures/codex");
     }
 }
+
+/// Runs `args` (JSON output) and returns the document.
+fn run_json(args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.extend(["--format", "json"]);
+    json(&a)
+}
+
+fn lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn repair_drops_a_torn_tail_and_copies_every_other_line_byte_for_byte() {
+    let src = rollout(&gen("noprogress"));
+    let (d, p) = damaged(&src, |t| t[..t.len() - 300].to_string());
+    let before = snapshot(d.path());
+    let out = tempfile::tempdir().unwrap();
+    let doc = run_json(&[
+        "repair",
+        p.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(
+        snapshot(d.path()),
+        before,
+        "the damaged original is untouched"
+    );
+    let ch = doc["changes"].as_array().unwrap();
+    assert_eq!(ch.len(), 1, "{doc:#}");
+    assert_eq!(ch[0]["message_id"], "L148");
+    // Not under a Codex home: laid out as Codex would, from the file name's date.
+    let copy = out
+        .path()
+        .join("sessions/2026/11/22")
+        .join(src.file_name().unwrap());
+    assert_eq!(doc["copies"][0]["dest"], copy.to_str().unwrap());
+    let text = std::fs::read_to_string(&p).unwrap();
+    let kept = &text[..text.rfind('\n').unwrap() + 1];
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), kept);
+    let doc = check(&copy);
+    assert!(with_code(&doc, "torn-tail").is_empty(), "{doc:#}");
+    assert_eq!(with_code(&doc, "compaction-loop").len(), 1);
+}
+
+#[test]
+fn repair_of_healthy_rollouts_writes_identical_copies_in_the_same_layout() {
+    let out = tempfile::tempdir().unwrap();
+    let doc = run_json(&[
+        "repair",
+        cx("localpush").to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(doc["changes"].as_array().unwrap().is_empty(), "{doc:#}");
+    assert_eq!(doc["copies"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        snapshot(&cx("localpush/sessions")),
+        snapshot(&out.path().join("sessions"))
+    );
+    // --out inside the Codex home (the folder holding sessions/) is refused.
+    let inside = cx("localpush").join("out");
+    bin()
+        .args(["repair", cx("localpush").to_str().unwrap(), "--out"])
+        .arg(&inside)
+        .assert()
+        .code(2);
+    assert!(!inside.exists());
+}
+
+#[test]
+fn compact_keeps_session_meta_the_newest_compacted_line_and_what_follows() {
+    let src = rollout(&gen("noprogress"));
+    let before = snapshot(&cx(""));
+    let out = tempfile::tempdir().unwrap();
+    let doc = run_json(&[
+        "compact",
+        gen("noprogress").to_str().unwrap(),
+        "--session",
+        NOPROGRESS,
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(snapshot(&cx("")), before, "originals untouched");
+    assert_eq!(doc["written"], true, "{doc:#}");
+    let steps: Vec<&str> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        ["cut-history"],
+        "the session fits: only hidden history goes"
+    );
+    let copy = out
+        .path()
+        .join("sessions/2026/11/22")
+        .join(src.file_name().unwrap());
+    assert_eq!(doc["dest"], copy.to_str().unwrap());
+    let orig = lines(&src);
+    let got = lines(&copy);
+    assert_eq!(got[0], orig[0], "session_meta");
+    assert_eq!(
+        got[1..],
+        orig[135..],
+        "line 136 (the newest compacted) and after"
+    );
+    // What the plan measured is what the copy holds.
+    let after = &doc["steps"][0]["after"];
+    let row = list_row(out.path(), NOPROGRESS);
+    assert_eq!(row["payload_bytes"], after["payload_bytes"]);
+    assert_eq!(row["messages"], after["messages"]);
+    assert_eq!(
+        row["payload_bytes"],
+        std::fs::metadata(&copy).unwrap().len()
+    );
+    // One compaction left: no loop; the next turn is what it was.
+    let c = check(out.path());
+    assert!(findings(&c).is_empty(), "{c:#}");
+    assert_eq!(row["compactions"], 1);
+    assert_eq!(row["context_tokens"], 7079);
+}
+
+#[test]
+fn compact_strips_historical_images_and_keeps_one_copy() {
+    let dir = cx("derived-image");
+    let id = "01a20327-d155-7513-b850-ad26df82d9ee";
+    let doc = check(&dir);
+    let f = with_code(&doc, "media-in-history");
+    assert_eq!(f.len(), 1, "{doc:#}");
+    // One PNG stored 5 times: 2 response items, 1 copy in the first
+    // replacement_history, 2 in the newest; the newest copy is kept.
+    assert_eq!(f[0]["media_count"], 4);
+    assert_eq!(f[0]["distinct_media"], 1);
+    assert_eq!(f[0]["media"][0]["repeats"], 5);
+    assert_eq!(f[0]["media"][0]["bytes"], 1795);
+    assert_eq!(f[0]["kept_message_id"], "L111.rh4");
+    assert_eq!(
+        f[0]["message_ids"],
+        json!(["L23", "L59.rh1", "L73", "L111.rh1"])
+    );
+    let out = tempfile::tempdir().unwrap();
+    let plan = run_json(&[
+        "compact",
+        dir.to_str().unwrap(),
+        "--session",
+        id,
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(plan["steps"][0]["step"], "strip-media");
+    assert_eq!(plan["steps"][0]["edits"], 4);
+    let row = list_row(out.path(), id);
+    assert_eq!(row["media_bytes"], 1795, "one image left: the newest");
+    let c = check(out.path());
+    assert!(with_code(&c, "media-in-history").is_empty(), "{c:#}");
+    let text = std::fs::read_to_string(rollout(out.path())).unwrap();
+    assert_eq!(text.matches("data:image/png;base64,").count(), 1);
+    assert_eq!(
+        text.matches("removed by session-doctor compact, 1795 bytes")
+            .count(),
+        1,
+        "the duplicate in the kept replacement_history became a placeholder"
+    );
+}
+
+#[test]
+fn compact_keep_turns_cuts_inside_the_replacement_history_with_a_note() {
+    let src = rollout(&gen("multi"));
+    let out = tempfile::tempdir().unwrap();
+    let plan = run_json(&[
+        "compact",
+        gen("multi").to_str().unwrap(),
+        "--session",
+        MULTI,
+        "--out",
+        out.path().to_str().unwrap(),
+        "--keep-turns",
+        "4",
+    ]);
+    assert_eq!(plan["written"], true, "{plan:#}");
+    let copy = rollout(out.path());
+    let got = lines(&copy);
+    assert_eq!(got[0], lines(&src)[0]);
+    let compacted: Value = serde_json::from_str(&got[1]).unwrap();
+    assert_eq!(compacted["type"], "compacted");
+    let rh = compacted["payload"]["replacement_history"]
+        .as_array()
+        .unwrap();
+    // The last 4 user turns are steps 6 to 9: of the 10 items, steps 1 to 5
+    // are gone (the environment context and the summary are no turns).
+    assert_eq!(rh.len(), 5, "{rh:#?}");
+    let first = &rh[0]["content"];
+    assert!(first[0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("[session-doctor compact:"));
+    assert!(first[1]["text"].as_str().unwrap().starts_with("Step 6"));
+    let row = list_row(out.path(), MULTI);
+    assert_eq!(row["messages"], plan["steps"][0]["after"]["messages"]);
+    assert_eq!(
+        row["payload_bytes"],
+        std::fs::metadata(&copy).unwrap().len()
+    );
+}

@@ -50,7 +50,8 @@ pub enum Change {
         field: TextField,
         max_chars: usize,
     },
-    /// Remove the message and its parts from the copy.
+    /// Remove the message and its parts from the copy. For a line-oriented
+    /// store the message id may also name a load problem (a torn last line).
     DropMessage,
     /// Add a synthetic text part with `text` at the start of the message (the
     /// format chooses the new part's id).
@@ -143,6 +144,13 @@ pub trait Store: Send + Sync {
     /// `dest` must not exist), with `edits` applied. Written to a temporary name
     /// beside `dest` and renamed into place.
     fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()>;
+    /// Whether `compact` always strips historical media and drops the history
+    /// the agent no longer sends, even when the session already fits: true
+    /// where the agent re-reads the whole store on resume (Codex replays
+    /// every rollout line, so hidden history costs time and memory).
+    fn compact_drops_hidden_history(&self) -> bool {
+        false
+    }
 }
 
 /// Result of walking the input paths.

@@ -13,6 +13,10 @@
 //!    completed compaction summary, as its own view does), or with
 //!    `keep_turns` everything before the last N user turns, with a note.
 //!
+//! For a store whose agent re-reads everything on resume
+//! ([`Store::compact_drops_hidden_history`]: Codex), steps 1 and 4 always run,
+//! `keep_turns` included.
+//!
 //! Treatments never write: each step returns edits, the format module applies
 //! them to a model copy to measure, and to the store copy to write.
 
@@ -216,10 +220,7 @@ fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
 /// Step 3: truncate oversized text, reasoning and tool-input parts.
 fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
     let cap = (t.overflow_budget() * 4) as usize;
-    let newest_user = s
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::User && m.compaction().is_none());
+    let newest_user = s.messages.iter().rposition(|m| m.is_prompt());
     let mut out = Vec::new();
     for &i in &s.visible {
         if Some(i) == newest_user {
@@ -263,9 +264,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
                 .visible
                 .iter()
                 .copied()
-                .filter(|&i| {
-                    s.messages[i].role == Role::User && s.messages[i].compaction().is_none()
-                })
+                .filter(|&i| s.messages[i].is_prompt())
                 .collect();
             if turns.len() <= n {
                 s.visible.clone()
@@ -319,15 +318,10 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
         }
     }
     if keep_turns.is_some() {
-        if let Some(&first_user) = kept_sorted
-            .iter()
-            .find(|&&k| s.messages[k].role == Role::User)
-        {
+        if let Some(&first_user) = kept_sorted.iter().find(|&&k| s.messages[k].is_prompt()) {
             let turns = dropped
                 .iter()
-                .filter(|&&i| {
-                    s.messages[i].role == Role::User && s.messages[i].compaction().is_none()
-                })
+                .filter(|&&i| s.messages[i].is_prompt())
                 .count();
             out.push(edit(
                 s,
@@ -346,10 +340,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
 
 /// Why the session cannot fit even after every step.
 fn why_unreachable(s: &Session, t: &Target, f: &Figures) -> String {
-    let newest_user = s
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::User && m.compaction().is_none());
+    let newest_user = s.messages.iter().rposition(|m| m.is_prompt());
     let mut why =
         format!(
         "still {} tokens and {} request bytes after every step (usable {} tokens, limit {} bytes)",
@@ -394,9 +385,11 @@ pub fn plan(store: &dyn Store, s: &Session, t: &Target) -> Result<Plan> {
         ("truncate-text", Box::new(|s| truncate_text(s, t))),
         ("cut-history", Box::new(|s| cut_history(s, t.keep_turns))),
     ];
+    let always = store.compact_drops_hidden_history();
     for (name, step) in steps {
-        if plan.fits {
-            break;
+        let forced = always && matches!(name, "strip-media" | "cut-history");
+        if plan.fits && !forced {
+            continue;
         }
         let edits = step(&cur);
         if edits.is_empty() {

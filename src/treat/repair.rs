@@ -1,11 +1,13 @@
 //! Repair: the edits that fix the repairable findings of a session.
 //! - `stale-parent`: re-parent to the newest user message at or after the
 //!   compaction request that precedes the message;
-//! - `dangling-parent`: re-parent to the newest earlier user message.
+//! - `dangling-parent`: re-parent to the newest earlier user message;
+//! - `torn-tail`: leave the torn last line out of the copy (a `DropMessage`
+//!   naming the load problem's id).
 
 use crate::diagnose::{dangling_suggested_parent, stale_parents};
 use crate::formats::{Change, Edit};
-use crate::model::Session;
+use crate::model::{ProblemKind, Session};
 
 /// Edits that repair `s`, in message order; empty when nothing is repairable.
 pub fn plan(s: &Session) -> Vec<Edit> {
@@ -40,6 +42,22 @@ pub fn plan(s: &Session) -> Vec<Edit> {
                         old: Some(pid.to_string()),
                         new,
                     },
+                },
+            ));
+        }
+    }
+    for p in s
+        .problems
+        .iter()
+        .filter(|p| p.kind == ProblemKind::TornTail)
+    {
+        if let Some(id) = &p.id {
+            edits.push((
+                s.messages.len(),
+                Edit {
+                    session_id: s.id.clone(),
+                    message_id: id.clone(),
+                    change: Change::DropMessage,
                 },
             ));
         }

@@ -247,4 +247,10 @@ impl Store for CodexStore {
     fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()> {
         edit::write_copy(&self.path, dest, edits)
     }
+
+    /// Codex reads the whole rollout on resume: a compact copy always keeps
+    /// only `session_meta`, the newest `compacted` line and what follows it.
+    fn compact_drops_hidden_history(&self) -> bool {
+        true
+    }
 }

@@ -7,8 +7,9 @@
 //!   `{id, timestamp, instructions, git}`): the session's header, not a
 //!   message (its bytes count in [`Session::other_bytes`]); never dropped.
 //! - `response_item`: one message per line, id `L<line>`: `message` items with
-//!   their role (`developer` and `system` kept verbatim), one part per content
-//!   item (`L<line>#<k>`); model output items (`reasoning`, `function_call`,
+//!   their role (`developer` and `system` kept verbatim; the user messages
+//!   Codex writes itself, such as `<environment_context>`, get `user-context`),
+//!   one part per content item (`L<line>#<k>`); model output items (`reasoning`, `function_call`,
 //!   `custom_tool_call`, `local_shell_call`, `web_search_call`, ...) are
 //!   assistant messages with one part; `*_output` items are `tool` messages.
 //! - `compacted`: its `replacement_history` items become messages
@@ -53,8 +54,12 @@ pub const SUMMARY_PREFIX: &str = "Another language model started to solve this p
 /// memory (never written to a copy): its part gets the id `<message>#note`.
 pub const NOTE_MARKER: &str = "__session_doctor_note";
 
-/// User messages Codex writes itself (environment, AGENTS.md, instructions):
-/// their parts are synthetic.
+/// Role given to the user messages Codex writes itself (environment,
+/// AGENTS.md, instructions): sent with role `user`, but no user turn; their
+/// parts are synthetic.
+pub const CONTEXT_ROLE: &str = "user-context";
+
+/// Text prefixes of the user messages Codex writes itself.
 const CONTEXT_PREFIXES: &[&str] = &[
     "<environment_context>",
     "<user_instructions>",
@@ -336,6 +341,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
                     if first.starts_with(SUMMARY_PREFIX) {
                         m.summary = true;
                     } else if CONTEXT_PREFIXES.iter().any(|p| first.starts_with(p)) {
+                        m.role = Role::Other(CONTEXT_ROLE.into());
                         m.parts.iter_mut().for_each(|p| p.synthetic = true);
                     }
                 }
@@ -771,7 +777,7 @@ impl Loader {
                 )
             } else {
                 format!(
-                    "tokens_total is Codex's running total_token_usage, which includes a compaction's summarization request when Codex reports one; none of the {compactions} compaction(s) here reported one (remote compaction)"
+                    "tokens_total is Codex's running total_token_usage, which includes a compaction's summarization request when Codex reports one; none of the {compactions} compaction(s) in this file left one (a remote compaction reports none; a compacted copy no longer holds it)"
                 )
             });
         }
