@@ -538,3 +538,161 @@ fn compact_keep_turns_cuts_inside_the_replacement_history_with_a_note() {
         std::fs::metadata(&copy).unwrap().len()
     );
 }
+
+#[test]
+fn compact_truncates_tool_output_and_arguments_keeping_arguments_json() {
+    // A temp copy of multi whose last turn carries a 60k-character tool
+    // output and 20k characters of arguments.
+    let d = tempfile::tempdir().unwrap();
+    let src = rollout(&gen("multi"));
+    let dir = d.path().join("home/sessions/2026/11/22");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(src.file_name().unwrap());
+    let mut out = String::new();
+    for (i, l) in std::fs::read_to_string(&src).unwrap().lines().enumerate() {
+        let mut v: Value = serde_json::from_str(l).unwrap();
+        let item = v["type"] == "response_item";
+        let pl = &mut v["payload"];
+        if i + 1 > 111 && item {
+            if pl["type"] == "function_call_output" {
+                let o = format!("{}{}END", pl["output"].as_str().unwrap(), "x".repeat(60000));
+                pl["output"] = json!(o);
+            } else if pl["type"] == "function_call" {
+                pl["arguments"] =
+                    json!(json!({"cmd": format!("echo {}", "y".repeat(20000))}).to_string());
+            }
+        }
+        out.push_str(&serde_json::to_string(&v).unwrap());
+        out.push('\n');
+    }
+    std::fs::write(&p, out).unwrap();
+    let before = snapshot(d.path());
+    let o = tempfile::tempdir().unwrap();
+    let plan = run_json(&[
+        "compact",
+        p.to_str().unwrap(),
+        "--session",
+        MULTI,
+        "--out",
+        o.path().to_str().unwrap(),
+        "--context",
+        "8000",
+        "--max-output",
+        "1000",
+    ]);
+    assert_eq!(snapshot(d.path()), before);
+    let steps: Vec<&str> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        ["truncate-tool-output", "truncate-text", "cut-history"],
+        "{plan:#}"
+    );
+    assert_eq!(plan["fits"], true);
+    let fields: Vec<&str> = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .filter(|f| *f == "payload.output" || *f == "payload.arguments")
+        .collect();
+    assert_eq!(fields, ["payload.output", "payload.arguments"]);
+    let copy = rollout(o.path());
+    let text = std::fs::read_to_string(&copy).unwrap();
+    assert_eq!(
+        text.matches("characters removed by session-doctor compact")
+            .count(),
+        2
+    );
+    for l in text.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        if v["payload"]["type"] == "function_call" {
+            let args: Value =
+                serde_json::from_str(v["payload"]["arguments"].as_str().unwrap()).unwrap();
+            assert!(args["cmd"].as_str().unwrap().len() < 9000);
+        }
+    }
+    // The plan's figures are what the copy holds.
+    let last = &plan["steps"][2]["after"];
+    let row = list_row(o.path(), MULTI);
+    assert_eq!(row["payload_bytes"], last["payload_bytes"]);
+    assert_eq!(
+        row["payload_bytes"],
+        std::fs::metadata(&copy).unwrap().len()
+    );
+    // Usage is untouched: the copy keeps its token_count lines after the cut.
+    assert_eq!(row["context_tokens"], 7490);
+}
+
+#[test]
+fn writing_commands_leave_originals_untouched() {
+    let root = cx("");
+    let before = snapshot(&root);
+    let out = tempfile::tempdir().unwrap();
+    let o = |n: &str| out.path().join(n).display().to_string();
+    let r = root.display().to_string();
+    let runs: Vec<Vec<String>> = vec![
+        vec![
+            "repair".into(),
+            r.clone(),
+            "--out".into(),
+            o("r"),
+            "--dry-run".into(),
+        ],
+        vec!["repair".into(), r.clone(), "--out".into(), o("r")],
+        vec![
+            "repair".into(),
+            r.clone(),
+            "--out".into(),
+            o("r"),
+            "--force".into(),
+        ],
+        vec![
+            "compact".into(),
+            gen("noprogress").display().to_string(),
+            "--session".into(),
+            NOPROGRESS.into(),
+            "--out".into(),
+            o("c"),
+        ],
+        vec![
+            "compact".into(),
+            localpush(COMPACTED).display().to_string(),
+            "--session".into(),
+            COMPACTED.into(),
+            "--out".into(),
+            o("c"),
+            "--keep-turns".into(),
+            "2".into(),
+        ],
+        vec![
+            "compact".into(),
+            cx("derived-image").display().to_string(),
+            "--session".into(),
+            "01a20327-d155-7513-b850-ad26df82d9ee".into(),
+            "--out".into(),
+            o("c"),
+            "--dry-run".into(),
+        ],
+    ];
+    for args in runs {
+        let res = bin().args(&args).output().unwrap();
+        assert_eq!(
+            res.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&res.stderr)
+        );
+        assert_eq!(snapshot(&root), before, "{args:?} changed fixtures/codex");
+    }
+    // repair without --session copies every rollout, each under its Codex home.
+    assert!(out
+        .path()
+        .join("r/codex-gen/noprogress/sessions/2026/11/22")
+        .is_dir());
+    assert!(out.path().join("r/localpush/sessions").is_dir());
+}

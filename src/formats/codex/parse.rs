@@ -19,8 +19,8 @@
 //!   versions), the marker itself carries `message` as what Codex sends.
 //! - every other line (`event_msg`, `turn_context`, `world_state`,
 //!   `token_usage_record`, unknown types, older `record_type` lines): a
-//!   message whose role is the line type and whose one part is named by the
-//!   event type; it sends nothing to the model. Unknown types are kept and
+//!   message without parts whose role is the line type (`event_msg/<type>`
+//!   for events); it sends nothing to the model. Unknown types are kept and
 //!   counted, never an error.
 //! - `event_msg` `token_count`: a count whose cumulative `total_token_usage`
 //!   changed reports one request; its `last_token_usage` goes to the newest
@@ -430,6 +430,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
         }
     }
     m.time_completed = Some(time);
+    m.parts.shrink_to_fit();
     if m.parts.len() == 1 && m.parts[0].payload_bytes == 0 {
         m.parts[0].payload_bytes = total;
     }
@@ -488,15 +489,13 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
             Some(out)
         }
         Line::Other { ty, sub } => {
-            let mut m = message(&id, Role::Other(ty.clone()), line, time);
-            let name = sub.unwrap_or(ty);
-            m.parts.push(part(
-                ids::part(&id, 0),
-                &id,
-                PartKind::Other(name.clone()),
-                &name,
-                line.bytes,
-            ));
+            // No part: these lines send nothing, and a rollout holds many of them.
+            let role = match sub {
+                Some(sub) if ty == "event_msg" => format!("{ty}/{sub}"),
+                _ => ty,
+            };
+            let mut m = message(&id, Role::Other(role), line, time);
+            m.info_bytes = line.bytes;
             Some(vec![m])
         }
     }
@@ -571,11 +570,13 @@ struct Loader {
 
 impl Loader {
     fn push(&mut self, mut m: Message) -> usize {
-        m.model = match (&self.provider, &self.model) {
-            (Some(p), Some(md)) => Some(format!("{p}/{md}")),
-            (None, Some(md)) => Some(md.clone()),
-            _ => None,
-        };
+        if matches!(m.role, Role::User | Role::Assistant) {
+            m.model = match (&self.provider, &self.model) {
+                (Some(p), Some(md)) => Some(format!("{p}/{md}")),
+                (None, Some(md)) => Some(md.clone()),
+                _ => None,
+            };
+        }
         let i = self.s.messages.len();
         for (k, p) in m.parts.iter_mut().enumerate() {
             let Some(t) = p.tool.as_mut() else { continue };
@@ -694,14 +695,13 @@ impl Loader {
 
     fn token_count(&mut self, p: &Value, line: LineRef) {
         let id = ids::line(line.line);
-        let mut m = line_messages(
-            &serde_json::json!({"type": "event_msg", "payload": {"type": "token_count"}}),
-            false,
+        let mut m = message(
+            &id,
+            Role::Other("event_msg/token_count".into()),
             line,
             self.time,
-        )
-        .and_then(|v| v.into_iter().next())
-        .unwrap_or_else(|| message(&id, Role::Other("event_msg".into()), line, self.time));
+        );
+        m.info_bytes = line.bytes;
         let info = p.get("info").filter(|i| !i.is_null());
         if let Some(info) = info {
             if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
