@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 /// Inspect, diagnose and repair stored AI coding-agent sessions (opencode,
-/// Kilo CLI) offline. Originals are never modified: repairs go to copies.
+/// Kilo CLI, Codex CLI) offline. Originals are never modified: repairs go to copies.
 #[derive(Debug, Parser)]
 #[command(name = "session-doctor", version, about, long_about = None)]
 pub struct Cli {
@@ -47,8 +47,10 @@ pub enum Format {
 #[derive(Debug, Args)]
 pub struct Common {
     /// Stores to read: opencode.db / kilo.db files, data dirs, legacy storage/
-    /// dirs, or folders containing them. Default: the opencode and Kilo data
-    /// dirs under $XDG_DATA_HOME and $HOME/.local/share.
+    /// dirs, Codex rollout-*.jsonl files, or folders containing them. Default:
+    /// the opencode and Kilo data dirs under $XDG_DATA_HOME and
+    /// $HOME/.local/share, and Codex's sessions/ and archived_sessions/ under
+    /// $CODEX_HOME (else $HOME/.codex).
     pub paths: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]

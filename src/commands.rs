@@ -97,7 +97,7 @@ fn load(paths: &[PathBuf], only: Option<&str>, budget: &crate::cli::BudgetArgs) 
 fn load_or_fail(common: &Common, only: Option<&str>) -> Result<Workspace> {
     let paths = common.paths();
     if paths.is_empty() {
-        bail!("no PATH given and no opencode or Kilo data dir found under $XDG_DATA_HOME or $HOME/.local/share");
+        bail!("no PATH given and no data dir found (opencode and Kilo under $XDG_DATA_HOME or $HOME/.local/share; Codex sessions/ and archived_sessions/ under $CODEX_HOME or $HOME/.codex)");
     }
     let ws = load(&paths, only, &common.budget);
     if ws.stores.is_empty() {
