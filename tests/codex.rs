@@ -525,6 +525,19 @@ fn compact_keep_turns_cuts_inside_the_replacement_history_with_a_note() {
     // The last 4 user turns are steps 6 to 9: of the 10 items, steps 1 to 5
     // are gone (the environment context and the summary are no turns).
     assert_eq!(rh.len(), 5, "{rh:#?}");
+    // The per-item metadata Codex 0.169 keeps beside it follows.
+    assert_eq!(
+        compacted["payload"]["replacement_history_metadata"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+    assert_eq!(
+        compacted["payload"]["replacement_history_metadata"][0]["retained_source"]["id"]
+            ["message_id"],
+        rh[0]["id"]
+    );
     let first = &rh[0]["content"];
     assert!(first[0]["text"]
         .as_str()

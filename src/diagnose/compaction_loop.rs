@@ -11,7 +11,8 @@
 //! - a manual compaction (`auto: false`) neither stalls nor continues a chain.
 //!
 //! Where the agent records the trigger itself ([`crate::model::CompactionMarker::trigger_tokens`];
-//! Codex: the last request's `token_count` before the `compacted` line), that
+//! Codex: the last request's `token_count` before the `compacted` line, or
+//! its `latest_token_usage_record`), that
 //! is the trigger count. Counts the agent stores that report no request
 //! (Codex's zero `token_count` right after a `compacted` line, which carries
 //! its estimate of the new history) are not messages with usage, so they never

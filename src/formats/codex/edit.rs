@@ -14,7 +14,8 @@
 //!   items of a content array), `message` of a `compacted` line without
 //!   `replacement_history`;
 //! - `DropMessage` on `L<n>`: line `n` is left out (a torn last line too);
-//!   on `L<n>.rh<k>`: item `k` is removed from the line's `replacement_history`;
+//!   on `L<n>.rh<k>`: item `k` is removed from the line's `replacement_history`
+//!   (and from `replacement_history_metadata` when that holds one entry per item);
 //! - `AddNote` on a message item: `{"type":"input_text","text":<note>}` is
 //!   inserted at `content[0]`;
 //! - `SetParent`: Codex has no parent links; refused.
@@ -270,23 +271,39 @@ fn edit_line(v: &mut Value, edits: &[&Edit], mode: Mode) -> Result<()> {
     drops.sort_unstable_by(|a, b| b.cmp(a));
     drops.dedup();
     if !drops.is_empty() {
-        let Some(Value::Array(rh)) = payload.get_mut("replacement_history") else {
-            bail!("the line has no replacement_history");
+        let n = match payload.get("replacement_history") {
+            Some(Value::Array(rh)) => rh.len(),
+            _ => bail!("the line has no replacement_history"),
         };
+        // Codex 0.169 keeps one `replacement_history_metadata` entry per item.
+        let parallel = payload
+            .get(RH_METADATA)
+            .and_then(Value::as_array)
+            .is_some_and(|m| m.len() == n);
         for k in drops {
-            if k >= rh.len() {
+            if k >= n {
                 bail!("replacement_history has no item {k}");
             }
-            match mode {
-                Mode::Write => {
-                    rh.remove(k);
+            for key in ["replacement_history", RH_METADATA] {
+                if key == RH_METADATA && !parallel {
+                    continue;
                 }
-                Mode::Model => rh[k] = Value::Null,
+                if let Some(Value::Array(a)) = payload.get_mut(key) {
+                    match mode {
+                        Mode::Write => {
+                            a.remove(k);
+                        }
+                        Mode::Model => a[k] = Value::Null,
+                    }
+                }
             }
         }
     }
     Ok(())
 }
+
+/// The per-item metadata array Codex 0.169 keeps beside `replacement_history`.
+const RH_METADATA: &str = "replacement_history_metadata";
 
 /// `v` as the copy will hold it: no `null` history items, no note markers.
 fn cleaned(v: &Value) -> Value {
@@ -305,6 +322,9 @@ fn cleaned(v: &Value) -> Value {
     if let Some(Value::Array(rh)) = p.get_mut("replacement_history") {
         rh.retain(|x| !x.is_null());
         rh.iter_mut().for_each(strip);
+    }
+    if let Some(Value::Array(m)) = p.get_mut(RH_METADATA) {
+        m.retain(|x| !x.is_null());
     }
     v
 }

@@ -671,7 +671,15 @@ impl Loader {
         let Some(msgs) = line_messages(v, first, line, self.time) else {
             return;
         };
-        let trigger = self.last_request;
+        // Codex 0.169 records the summarization request's usage on the
+        // compacted line itself; it is the last request before it.
+        let trigger = match classify(v, false) {
+            Line::Compacted(p) => p
+                .pointer("/latest_token_usage_record/usage")
+                .map(|u| usage_of(u).total)
+                .unwrap_or(self.last_request),
+            _ => self.last_request,
+        };
         for mut m in msgs {
             let is_marker = m.compaction().is_some();
             if is_marker {
