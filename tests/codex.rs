@@ -709,3 +709,48 @@ fn writing_commands_leave_originals_untouched() {
         .is_dir());
     assert!(out.path().join("r/localpush/sessions").is_dir());
 }
+
+#[test]
+fn size_rules_measure_codex_against_flags() {
+    // A 8000-token model: the next turn (7079 reported + what follows) is over
+    // its usable 6200, and the 19k counts the session stored are impossible.
+    let p = gen("noprogress");
+    let doc = json(&[
+        "check",
+        "--format",
+        "json",
+        "--context",
+        "8000",
+        "--max-output",
+        "1000",
+        p.to_str().unwrap(),
+    ]);
+    let f = with_code(&doc, "over-budget");
+    assert_eq!(f.len(), 1, "{doc:#}");
+    assert_eq!(f[0]["usable"], 6200);
+    assert_eq!(f[0]["tokens_source"], "reported");
+    assert!(f[0]["tokens"].as_u64().unwrap() > 6200);
+    assert!(!with_code(&doc, "impossible-usage").is_empty());
+    // An 8000-byte request limit: the image rollout's visible history (8947
+    // bytes, two base64 copies of the image included) is over it.
+    let p = cx("derived-image");
+    let doc = json(&[
+        "check",
+        "--format",
+        "json",
+        "--max-request-bytes",
+        "8000",
+        "--headroom",
+        "0",
+        p.to_str().unwrap(),
+    ]);
+    let f = with_code(&doc, "payload-too-large");
+    assert!(!f.is_empty(), "{doc:#}");
+    assert_eq!(f[0]["max_request_bytes"], 8000);
+    assert_eq!(f[0]["visible_bytes"], 8947);
+    // The kept image is counted in the visible media.
+    assert_eq!(
+        f[0]["media_bytes"], 3590,
+        "two copies in the newest replacement_history"
+    );
+}

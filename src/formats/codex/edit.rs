@@ -583,12 +583,19 @@ pub fn describe(s: &Session, e: &Edit) -> StoredChange {
             ),
             (Some(m), Some((line, None))) => (
                 "line".to_string(),
-                json!(format!(
-                    "line {line}: {} {} ({} bytes)",
-                    m.role.as_str(),
-                    m.parts.first().map(|p| p.kind_name.as_str()).unwrap_or(""),
-                    m.line.map_or(0, |l| l.bytes)
-                )),
+                json!(match m.parts.first() {
+                    Some(p) => format!(
+                        "line {line}: {} {} ({} bytes)",
+                        m.role.as_str(),
+                        p.kind_name,
+                        m.line.map_or(0, |l| l.bytes)
+                    ),
+                    None => format!(
+                        "line {line}: {} ({} bytes)",
+                        m.role.as_str(),
+                        m.line.map_or(0, |l| l.bytes)
+                    ),
+                }),
                 Value::Null,
             ),
             _ => {

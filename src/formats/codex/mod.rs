@@ -254,3 +254,82 @@ impl Store for CodexStore {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ids_round_trip() {
+        assert_eq!(ids::parse_message("L44"), Some((44, None)));
+        assert_eq!(ids::parse_message(&ids::rh("L44", 3)), Some((44, Some(3))));
+        assert_eq!(ids::parse_part("L44.rh3#2"), Some(("L44.rh3", Some(2))));
+        assert_eq!(ids::parse_part(&ids::note_part("L9")), Some(("L9", None)));
+        assert_eq!(ids::parse_message("msg_x"), None);
+    }
+
+    #[test]
+    fn usage_splits_cached_input_like_ccusage() {
+        let u = parse::usage_of(&json!({"input_tokens": 7475, "cached_input_tokens": 5980,
+            "cache_write_input_tokens": 0, "output_tokens": 15, "reasoning_output_tokens": 3,
+            "total_tokens": 7490}));
+        assert_eq!(
+            (u.input, u.cache_read, u.output, u.reasoning),
+            (1495, 5980, 15, 3)
+        );
+        assert_eq!(u.overflow_count(), 7490);
+    }
+
+    #[test]
+    fn lines_of_both_formats_are_classified() {
+        let meta = json!({"id": "x", "timestamp": "2025-05-01T10:00:00Z", "instructions": null});
+        assert!(matches!(parse::classify(&meta, true), parse::Line::Meta(_)));
+        assert!(matches!(
+            parse::classify(
+                &json!({"type": "message", "role": "user", "content": []}),
+                false
+            ),
+            parse::Line::Item(_)
+        ));
+        assert!(matches!(
+            parse::classify(&json!({"type": "world_state", "payload": {}}), false),
+            parse::Line::Other { .. }
+        ));
+        assert!(parse::looks_like_codex(
+            &json!({"type": "session_meta", "payload": {"id": "x"}})
+        ));
+        assert!(!parse::looks_like_codex(
+            &json!({"type": "user", "parentUuid": null, "sessionId": "x"})
+        ));
+        assert_eq!(parse::trim_eol(b"{}\r\n"), b"{}");
+    }
+
+    #[test]
+    fn copies_are_laid_out_below_the_codex_home() {
+        let s = CodexStore {
+            path: PathBuf::from(
+                "/h/.codex/sessions/2026/11/22/rollout-2026-11-22T12-07-50-x.jsonl",
+            ),
+        };
+        assert_eq!(s.root(), PathBuf::from("/h/.codex"));
+        assert_eq!(
+            s.copy_name(),
+            "sessions/2026/11/22/rollout-2026-11-22T12-07-50-x.jsonl"
+        );
+        let s = CodexStore {
+            path: PathBuf::from("/tmp/rollout-2026-02-23T12-54-34-y.jsonl"),
+        };
+        assert_eq!(s.root(), PathBuf::from("/tmp"));
+        assert_eq!(
+            s.copy_name(),
+            "sessions/2026/02/23/rollout-2026-02-23T12-54-34-y.jsonl"
+        );
+        assert_eq!(
+            id_from_name(Path::new(
+                "rollout-2026-11-22T12-07-50-01a20327-d155-7513-b850-ad26df82d9ed.jsonl"
+            )),
+            "01a20327-d155-7513-b850-ad26df82d9ed"
+        );
+    }
+}
