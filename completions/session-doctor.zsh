@@ -42,7 +42,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--session=[Only this session]:ID:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, and Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR, else $HOME/.config/claude and $HOME/.claude:_files' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, Codex rollout-*.jsonl files, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR (else $HOME/.config/claude and $HOME/.claude), and Codex'\''s sessions/ and archived_sessions/ under $CODEX_HOME (else $HOME/.codex):_files' \
 && ret=0
 ;;
 (inspect)
@@ -60,7 +60,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--top=[Also list the N largest parts (by stored bytes)]:N:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, and Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR, else $HOME/.config/claude and $HOME/.claude:_files' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, Codex rollout-*.jsonl files, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR (else $HOME/.config/claude and $HOME/.claude), and Codex'\''s sessions/ and archived_sessions/ under $CODEX_HOME (else $HOME/.codex):_files' \
 && ret=0
 ;;
 (check)
@@ -78,7 +78,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--fail-on=[Exit 1 when a finding of this severity or worse exists (\`never\`\: always 0)]:FAIL_ON:(error warning info never)' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, and Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR, else $HOME/.config/claude and $HOME/.claude:_files' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, Codex rollout-*.jsonl files, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR (else $HOME/.config/claude and $HOME/.claude), and Codex'\''s sessions/ and archived_sessions/ under $CODEX_HOME (else $HOME/.codex):_files' \
 && ret=0
 ;;
 (repair)
@@ -98,7 +98,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--force[Replace copies that already exist under --out]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, and Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR, else $HOME/.config/claude and $HOME/.claude:_files' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, Codex rollout-*.jsonl files, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR (else $HOME/.config/claude and $HOME/.claude), and Codex'\''s sessions/ and archived_sessions/ under $CODEX_HOME (else $HOME/.codex):_files' \
 && ret=0
 ;;
 (compact)
@@ -119,7 +119,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--force[Replace a copy that already exists under --out]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, and Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR, else $HOME/.config/claude and $HOME/.claude:_files' \
+'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, Codex rollout-*.jsonl files, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR (else $HOME/.config/claude and $HOME/.claude), and Codex'\''s sessions/ and archived_sessions/ under $CODEX_HOME (else $HOME/.codex):_files' \
 && ret=0
 ;;
 (completions)

@@ -4,7 +4,8 @@
 //! `--input-limit`); `--model provider/model` looked up in a models.dev JSON
 //! (`--models-json`, else `~/.cache/opencode/models.json`, else
 //! `~/.cache/kilo/models.json`); the session's own model looked up the same
-//! way; a small built-in table. Budget against the model the session resumes
+//! way; a small built-in table. A session that stored its own limits (Codex)
+//! uses them after the flags and `--model`, before any lookup. Budget against the model the session resumes
 //! with (its newest assistant's model), never a compaction agent's model.
 
 use serde::Serialize;
@@ -170,6 +171,17 @@ fn lookup(opts: &LimitOptions, model: &str) -> Option<Limits> {
 /// Resolves the limits for a session whose model is `session_model`.
 /// `Err` says why none could be found (the caller tells the user which flags to pass).
 pub fn resolve(opts: &LimitOptions, session_model: Option<&str>) -> Result<Limits, String> {
+    resolve_with_stored(opts, session_model, None)
+}
+
+/// [`resolve`] for a session that stored its own limits (`stored`, e.g. Codex
+/// `task_started.model_context_window`): flags first, then `--model`, then the
+/// stored limits, then the session's model looked up.
+pub fn resolve_with_stored(
+    opts: &LimitOptions,
+    session_model: Option<&str>,
+    stored: Option<&Limits>,
+) -> Result<Limits, String> {
     if let (Some(context), Some(max_output)) = (opts.context, opts.max_output) {
         return Ok(Limits {
             model: opts.model.clone().or(session_model.map(str::to_string)),
@@ -186,6 +198,9 @@ pub fn resolve(opts: &LimitOptions, session_model: Option<&str>) -> Result<Limit
         return lookup(opts, m).ok_or_else(|| {
             format!("model {m} not found in models.dev JSON or the built-in table")
         });
+    }
+    if let Some(l) = stored {
+        return Ok(l.clone());
     }
     match session_model {
         Some(m) => lookup(opts, m).ok_or_else(|| {

@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 /// Inspect, diagnose and repair stored AI coding-agent sessions (opencode,
-/// Kilo CLI, Claude Code) offline. Originals are never modified: repairs go to copies.
+/// Kilo CLI, Claude Code, Codex CLI) offline. Originals are never modified: repairs go to copies.
 #[derive(Debug, Parser)]
 #[command(name = "session-doctor", version, about, long_about = None)]
 pub struct Cli {
@@ -47,10 +47,12 @@ pub enum Format {
 #[derive(Debug, Args)]
 pub struct Common {
     /// Stores to read: opencode.db / kilo.db files, data dirs, legacy storage/
-    /// dirs, Claude Code <session>.jsonl files, project or projects/ dirs, or
-    /// folders containing them. Default: the opencode and Kilo data dirs under
-    /// $XDG_DATA_HOME and $HOME/.local/share, and Claude Code's projects/ under
-    /// each dir of $CLAUDE_CONFIG_DIR, else $HOME/.config/claude and $HOME/.claude.
+    /// dirs, Claude Code <session>.jsonl files, project or projects/ dirs, Codex
+    /// rollout-*.jsonl files, or folders containing them. Default: the opencode
+    /// and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, Claude
+    /// Code's projects/ under each dir of $CLAUDE_CONFIG_DIR (else
+    /// $HOME/.config/claude and $HOME/.claude), and Codex's sessions/ and
+    /// archived_sessions/ under $CODEX_HOME (else $HOME/.codex).
     pub paths: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -100,9 +102,27 @@ impl BudgetArgs {
 
     /// The diagnose options for a session resuming with `session_model`.
     pub fn options(&self, session_model: Option<&str>) -> crate::diagnose::Options {
+        self.options_with_stored(session_model, None)
+    }
+
+    /// The diagnose options for `session`: its resume model, and the limits it
+    /// stored itself when it stored any.
+    pub fn options_for(&self, session: &crate::model::Session) -> crate::diagnose::Options {
+        self.options_with_stored(session.resume_model(), session.stored_limits.as_ref())
+    }
+
+    fn options_with_stored(
+        &self,
+        session_model: Option<&str>,
+        stored: Option<&crate::budget::Limits>,
+    ) -> crate::diagnose::Options {
         crate::diagnose::Options {
-            budget: crate::budget::resolve(&self.limit_options(), session_model)
-                .map(crate::budget::Budget::new),
+            budget: crate::budget::resolve_with_stored(
+                &self.limit_options(),
+                session_model,
+                stored,
+            )
+            .map(crate::budget::Budget::new),
             max_request_bytes: self.max_request_bytes,
             headroom: self.headroom.clamp(0.0, 0.95),
         }

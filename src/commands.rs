@@ -72,7 +72,7 @@ fn load(paths: &[PathBuf], only: Option<&str>, budget: &crate::cli::BudgetArgs) 
                 for id in ids.into_iter().filter(|id| only.is_none_or(|o| o == id)) {
                     match store.load(&id) {
                         Ok(session) => {
-                            let options = budget.options(session.resume_model());
+                            let options = budget.options_for(&session);
                             let findings = diagnose(&session, &options);
                             ws.sessions.push(Loaded {
                                 store: si,
@@ -97,7 +97,7 @@ fn load(paths: &[PathBuf], only: Option<&str>, budget: &crate::cli::BudgetArgs) 
 fn load_or_fail(common: &Common, only: Option<&str>) -> Result<Workspace> {
     let paths = common.paths();
     if paths.is_empty() {
-        bail!("no PATH given and no data dir found (opencode and Kilo under $XDG_DATA_HOME or $HOME/.local/share; Claude Code projects/ under $CLAUDE_CONFIG_DIR, $HOME/.config/claude or $HOME/.claude)");
+        bail!("no PATH given and no data dir found (opencode and Kilo under $XDG_DATA_HOME or $HOME/.local/share; Claude Code projects/ under $CLAUDE_CONFIG_DIR, $HOME/.config/claude or $HOME/.claude; Codex sessions/ and archived_sessions/ under $CODEX_HOME or $HOME/.codex)");
     }
     let ws = load(&paths, only, &common.budget);
     if ws.stores.is_empty() {

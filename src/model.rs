@@ -175,7 +175,8 @@ pub struct CompactionMarker {
     /// First message of the retained tail (opencode `tail_start_id`).
     pub tail_start_id: Option<String>,
     /// Context tokens the agent recorded as the trigger of this compaction
-    /// (Claude Code `compactMetadata.preTokens`); `None` when it records none.
+    /// (Claude Code `compactMetadata.preTokens`; Codex: `last_token_usage.total_tokens`
+    /// of the last request before the `compacted` line); `None` when it records none.
     pub trigger_tokens: Option<u64>,
     /// Context tokens the agent recorded right after it (Claude Code `postTokens`).
     pub post_tokens: Option<u64>,
@@ -236,7 +237,9 @@ pub struct Message {
     /// never follows when it rebuilds the history (Claude Code
     /// `logicalParentUuid` on a compaction boundary).
     pub logical_parent_id: Option<String>,
-    /// The line of a line-oriented store, `None` for rows and files.
+    /// The line of a line-oriented store, `None` for rows and files. Several
+    /// messages may share a line (Codex: the items of a `compacted` line's
+    /// `replacement_history`).
     pub line: Option<LineRef>,
     /// A side conversation stored with the session (a sub-agent transcript):
     /// never part of the main history the model sees.
@@ -406,6 +409,9 @@ pub struct Session {
     /// Facts about the data worth telling people (e.g. usage the agent does
     /// not store), printed with `list` and `check`.
     pub notes: Vec<String>,
+    /// Model limits the agent stored with the session itself (Codex
+    /// `task_started.model_context_window`); used when no flag names limits.
+    pub stored_limits: Option<crate::budget::Limits>,
 }
 
 impl Session {
@@ -426,6 +432,7 @@ impl Session {
             leaf_id: None,
             parent_links: ParentLinks::UserTurn,
             notes: Vec::new(),
+            stored_limits: None,
         }
     }
 

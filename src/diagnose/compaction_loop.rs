@@ -14,8 +14,12 @@
 //!   the chain (a session wedged by HTTP 413 retries failing overflow compactions).
 //!
 //! Where the agent records the trigger itself (Claude Code
-//! `compactMetadata.preTokens`), that is the trigger count; only `trigger:
-//! auto` boundaries chain. A compaction that records its result
+//! `compactMetadata.preTokens`; Codex: the last request's `token_count`
+//! before the `compacted` line, or its `latest_token_usage_record`), that is
+//! the trigger count; only `trigger: auto` boundaries chain. Counts the agent
+//! stores that report no request (Codex's zero `token_count` right after a
+//! `compacted` line) are not messages with usage, so they never count as
+//! progress. A compaction that records its result
 //! (`postTokens`) no lower than 95% of its trigger made no progress by
 //! itself: it stalls too, and is listed in `no_progress_ids`.
 

@@ -1,50 +1,77 @@
 //! `impossible-usage`: a stored token count above the model's context window
-//! (the context of an assistant turn, or a compaction's recorded trigger or
-//! post-compaction count). The provider cannot have reported it for this
-//! model: the session ran on another model than the one it resumes with, or
-//! the stored figures are wrong (a proxy, a stub, an edited file). Warning:
-//! size rules that start from the last reported count are off too.
+//! (the limits the session is measured against: flags, else what the agent
+//! stored, else the model lookup). No request to that model can have produced
+//! it: the session ran on another model, or the agent stored a figure that is
+//! not a request's count. Codex 0.104 persisted such counts: a `token_count`
+//! whose `last_token_usage` is all zero except `total_tokens` = 940,499 in a
+//! 258,400-token window, right before and after a remote compaction
+//! (shared/real-sessions/codex/localpush). Warning: size figures that start
+//! from such a count are off.
+//!
+//! Counted: every message's stored usage (`Usage::overflow_count`) and every
+//! compaction's recorded trigger and post-compaction count (Claude Code
+//! `preTokens`/`postTokens`); the lines of one split response repeat the
+//! same usage and are grouped. Equal counts are reported once, with every
+//! message that stores them.
 
 use super::{Finding, Options, Severity};
 use crate::model::{Role, Session};
-use std::collections::HashSet;
 
 pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
     let Ok(b) = &o.budget else { return Vec::new() };
     let window = b.limits.context;
     let model = b.limits.model.clone().unwrap_or_else(|| "the model".into());
-    let mut out = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::new();
+    // (what, tokens) -> message ids, in first-seen order.
+    let mut seen: Vec<(&'static str, u64, Vec<String>)> = Vec::new();
+    let mut note = |what: &'static str, tokens: u64, id: &str| {
+        if tokens <= window {
+            return;
+        }
+        match seen.iter_mut().find(|(w, t, _)| *w == what && *t == tokens) {
+            Some(e) => e.2.push(id.to_string()),
+            None => seen.push((what, tokens, vec![id.to_string()])),
+        }
+    };
     for m in &s.messages {
-        let mut counts: Vec<(&str, u64)> = Vec::new();
-        if m.role == Role::Assistant && !m.usage.is_zero() {
-            let fresh = m.response_id.as_deref().is_none_or(|r| seen.insert(r));
-            if fresh {
-                counts.push(("context", m.usage.overflow_count()));
-            }
+        if !m.usage.is_zero() {
+            let what = if m.role == Role::Assistant {
+                "context of a model call"
+            } else {
+                "usage record"
+            };
+            note(what, m.usage.overflow_count(), &m.id);
         }
         if let Some(c) = m.compaction() {
-            counts.extend(c.trigger_tokens.map(|t| ("compaction trigger", t)));
-            counts.extend(c.post_tokens.map(|t| ("after compaction", t)));
-        }
-        for (what, tokens) in counts.into_iter().filter(|(_, t)| *t > window) {
-            out.push(
-                Finding::new(
-                    "impossible-usage",
-                    Severity::Warning,
-                    Some(&m.id),
-                    format!(
-                        "message {} stores {tokens} tokens ({what}), above the {window}-token context window of {model}",
-                        m.id
-                    ),
-                    "check which model the session really ran on (pass --context/--model for it); size figures that start from this count are off",
-                )
-                .with("tokens", tokens)
-                .with("what", what)
-                .with("context", window)
-                .with("model", model.clone()),
-            );
+            if let Some(t) = c.trigger_tokens {
+                note("compaction trigger", t, &m.id);
+            }
+            if let Some(t) = c.post_tokens {
+                note("after compaction", t, &m.id);
+            }
         }
     }
-    out
+    seen.into_iter()
+        .map(|(what, tokens, ids)| {
+            Finding::new(
+                "impossible-usage",
+                Severity::Warning,
+                ids.first().map(String::as_str),
+                format!(
+                    "{} stored {tokens} tokens ({what}), above the {window}-token context window of {model} (limits from {})",
+                    if ids.len() == 1 {
+                        format!("message {}", ids[0])
+                    } else {
+                        format!("{} messages", ids.len())
+                    },
+                    b.limits.source
+                ),
+                "no request to this model can report that much: check which model the session ran on (pass --context/--model for it); size figures that start from this count are off",
+            )
+            .with("tokens", tokens)
+            .with("what", what)
+            .with("context", window)
+            .with("model", model.clone())
+            .with("message_ids", ids)
+        })
+        .collect()
 }

@@ -1,7 +1,8 @@
 //! `torn-tail`: the last line of a line-oriented store (JSONL) has no newline
 //! and is not complete JSON: the agent stopped while writing it (crash, kill,
-//! full disk). Error: the agent appends its next line to the fragment, which
-//! turns that line into garbage too.
+//! full disk). Error: an agent that appends its next line to the fragment
+//! turns that line into garbage too. Works from [`ProblemKind::TornTail`]
+//! load problems, so every line-oriented format reports it the same way.
 
 use super::{Finding, Severity};
 use crate::model::{ProblemKind, Session};

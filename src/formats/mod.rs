@@ -5,6 +5,7 @@
 //! format whether a path is one of its stores.
 
 pub mod claude;
+pub mod codex;
 pub mod opencode;
 
 use crate::model::{Agent, Session};
@@ -163,6 +164,13 @@ pub trait Store: Send + Sync {
     /// `dest` must not exist), with `edits` applied. Written to a temporary name
     /// beside `dest` and renamed into place.
     fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()>;
+    /// Whether `compact` always strips historical media and drops the history
+    /// the agent no longer sends, even when the session already fits: true
+    /// where the agent re-reads the whole store on resume (Codex replays
+    /// every rollout line, so hidden history costs time and memory).
+    fn compact_drops_hidden_history(&self) -> bool {
+        false
+    }
 }
 
 /// Result of walking the input paths.
@@ -191,7 +199,7 @@ pub struct Format {
 }
 
 /// Every supported format, tried in order.
-pub const FORMATS: &[Format] = &[opencode::FORMAT, claude::FORMAT];
+pub const FORMATS: &[Format] = &[opencode::FORMAT, claude::FORMAT, codex::FORMAT];
 
 /// Opens a file with the formats that want it; a file given by name that no
 /// format wants is tried with every format (so the error says why).
@@ -296,6 +304,8 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
 /// Claude Code's `projects/` under each dir of `$CLAUDE_CONFIG_DIR`
 /// (comma-separated; a dir may also be a `projects/` dir itself), else under
 /// `$HOME/.config/claude` and `$HOME/.claude` (where ccusage looks too).
+/// Codex's `sessions/` and `archived_sessions/` under `$CODEX_HOME`, else
+/// `$HOME/.codex`.
 pub fn default_paths() -> Vec<PathBuf> {
     let mut bases = Vec::new();
     if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
@@ -337,6 +347,14 @@ pub fn default_paths() -> Vec<PathBuf> {
         };
         if p.is_dir() && !out.contains(&p) {
             out.push(p);
+        }
+    }
+    if let Some(home) = codex::codex_home() {
+        for name in ["sessions", "archived_sessions"] {
+            let p = home.join(name);
+            if p.is_dir() && !out.contains(&p) {
+                out.push(p);
+            }
         }
     }
     out

@@ -34,7 +34,8 @@ pub struct ListRow {
     pub context_tokens: Option<u64>,
     pub tokens_total: Usage,
     pub findings: SeverityCounts,
-    /// Facts about the data worth knowing (e.g. usage the agent does not store).
+    /// Facts about the data worth knowing (e.g. usage the agent does not store,
+    /// or what the agent's own token totals include).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
@@ -103,7 +104,8 @@ pub struct CheckSession {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_unknown: Option<String>,
     pub findings: Vec<Finding>,
-    /// Facts about the data worth knowing (e.g. usage the agent does not store).
+    /// Facts about the data worth knowing (e.g. usage the agent does not store,
+    /// or what the agent's own token totals include).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }

@@ -13,6 +13,10 @@
 //!    completed compaction summary, as its own view does), or with
 //!    `keep_turns` everything before the last N user turns, with a note.
 //!
+//! For a store whose agent re-reads everything on resume
+//! ([`Store::compact_drops_hidden_history`]: Codex), steps 1 and 4 always run,
+//! `keep_turns` included.
+//!
 //! Treatments never write: each step returns edits, the format module applies
 //! them to a model copy to measure, and to the store copy to write.
 
@@ -438,9 +442,11 @@ pub fn plan(store: &dyn Store, s: &Session, t: &Target) -> Result<Plan> {
         ("truncate-text", Box::new(|s| truncate_text(s, t))),
         ("cut-history", Box::new(|s| cut_history(s, t.keep_turns))),
     ];
+    let always = store.compact_drops_hidden_history();
     for (name, step) in steps {
-        if plan.fits {
-            break;
+        let forced = always && matches!(name, "strip-media" | "cut-history");
+        if plan.fits && !forced {
+            continue;
         }
         let edits = step(&cur);
         if edits.is_empty() {

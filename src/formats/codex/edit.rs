@@ -1,0 +1,641 @@
+//! Applying [`Edit`]s to a rollout: to the model (to measure a plan) and to a
+//! copy of the file. Both go through [`edit_line`], so the model of an edited
+//! line is what the copy holds. Unchanged fields (unknown ones included) are
+//! kept; a line without edits is copied byte for byte.
+//!
+//! Where edits land (ids: [`super::ids`]):
+//! - `StripMedia` on an `input_image` content item (of a message, or of a
+//!   tool output's content array): the item becomes
+//!   `{"type":"input_text","text":<placeholder>}`;
+//! - `Truncate`: `content[k].text` of a message, every `summary[].text` and
+//!   `content[].text` of a reasoning item, `arguments` of a `function_call`
+//!   (the string values inside its JSON when it parses), `input` of a
+//!   `custom_tool_call`, `output` of a `*_output` item (a string, or the text
+//!   items of a content array), `message` of a `compacted` line without
+//!   `replacement_history`;
+//! - `DropMessage` on `L<n>`: line `n` is left out (a torn last line too);
+//!   on `L<n>.rh<k>`: item `k` is removed from the line's `replacement_history`
+//!   (and from `replacement_history_metadata` when that holds one entry per item);
+//! - `AddNote` on a message item: `{"type":"input_text","text":<note>}` is
+//!   inserted at `content[0]`;
+//! - `SetParent`: Codex has no parent links; refused.
+
+use super::ids;
+use super::parse::{json_len, line_messages, visible_view, NOTE_MARKER};
+use crate::formats::{truncate_middle, Change, Edit, StoredChange, TextField};
+use crate::model::{LineRef, Message, Session};
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read, Seek, Write};
+use std::path::Path;
+
+/// Whether an edited line is for the model (dropped `replacement_history`
+/// items become `null` and notes carry [`NOTE_MARKER`], so ids stay stable for
+/// later edits) or for the copy (items removed, no marker).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Model,
+    Write,
+}
+
+/// The edits of one line.
+#[derive(Default)]
+struct LinePlan<'a> {
+    drop: bool,
+    edits: Vec<&'a Edit>,
+}
+
+fn plan_lines(edits: &[Edit]) -> Result<BTreeMap<u64, LinePlan<'_>>> {
+    let mut out: BTreeMap<u64, LinePlan> = BTreeMap::new();
+    for e in edits {
+        let (line, rh) = ids::parse_message(&e.message_id)
+            .ok_or_else(|| anyhow!("{} is not a Codex message id", e.message_id))?;
+        let p = out.entry(line).or_default();
+        if e.change == Change::DropMessage && rh.is_none() {
+            p.drop = true;
+        } else {
+            p.edits.push(e);
+        }
+    }
+    Ok(out)
+}
+
+/// The payload of a line (`payload` of an envelope, the line itself in the
+/// older format).
+fn payload_mut(v: &mut Value) -> &mut Value {
+    if v.get("payload").is_some() && v.get("type").is_some() {
+        &mut v["payload"]
+    } else {
+        v
+    }
+}
+
+fn item_mut(payload: &mut Value, rh: Option<usize>) -> Result<&mut Value> {
+    match rh {
+        None => Ok(payload),
+        Some(k) => payload
+            .get_mut("replacement_history")
+            .and_then(|a| a.get_mut(k))
+            .filter(|i| !i.is_null())
+            .ok_or_else(|| anyhow!("replacement_history has no item {k}")),
+    }
+}
+
+fn truncate_str(s: &mut String, max: usize) {
+    if let Some(t) = truncate_middle(s, max) {
+        *s = t;
+    }
+}
+
+fn truncate_strings(v: &mut Value, max: usize) {
+    match v {
+        Value::String(s) => truncate_str(s, max),
+        Value::Array(a) => a.iter_mut().for_each(|x| truncate_strings(x, max)),
+        Value::Object(o) => o.values_mut().for_each(|x| truncate_strings(x, max)),
+        _ => {}
+    }
+}
+
+fn text_field(v: &mut Value, key: &str, max: usize) {
+    if let Some(Value::String(s)) = v.get_mut(key) {
+        truncate_str(s, max);
+    }
+}
+
+fn is_image(c: &Value) -> bool {
+    matches!(
+        c.get("type").and_then(Value::as_str),
+        Some("input_image" | "image")
+    )
+}
+
+fn text_item(text: &str) -> Value {
+    json!({"type": "input_text", "text": text})
+}
+
+/// Content index `k` of a message item in memory (a note inserted in memory
+/// sits before the stored items).
+fn content_index(item: &Value, k: usize) -> usize {
+    let noted = item
+        .pointer("/content/0")
+        .is_some_and(|c| c.get(NOTE_MARKER).is_some());
+    k + usize::from(noted)
+}
+
+/// Applies a part-level change to part `k` of `item`.
+fn edit_part(item: &mut Value, k: usize, change: &Change) -> Result<()> {
+    let ty = item
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    match change {
+        Change::StripMedia { placeholder, .. } => {
+            if ty == "message" {
+                let k = content_index(item, k);
+                let c = item
+                    .get_mut("content")
+                    .and_then(|c| c.get_mut(k))
+                    .filter(|c| is_image(c))
+                    .ok_or_else(|| anyhow!("content[{k}] is not an image"))?;
+                *c = text_item(placeholder);
+                return Ok(());
+            }
+            let Some(Value::Array(out)) = item.get_mut("output") else {
+                bail!("a {ty} item carries no media");
+            };
+            let lines: Vec<&str> = placeholder.lines().collect();
+            let mut n = 0;
+            for c in out.iter_mut().filter(|c| is_image(c)) {
+                *c = text_item(lines.get(n).copied().unwrap_or(placeholder));
+                n += 1;
+            }
+            if n == 0 {
+                bail!("the {ty} output carries no image");
+            }
+            Ok(())
+        }
+        Change::Truncate {
+            field, max_chars, ..
+        } => {
+            let max = *max_chars;
+            match (ty.as_str(), field) {
+                ("message", TextField::Text) => {
+                    let k = content_index(item, k);
+                    match item.get_mut("content") {
+                        Some(Value::String(s)) => truncate_str(s, max),
+                        Some(c) => text_field(
+                            c.get_mut(k).ok_or_else(|| anyhow!("no content[{k}]"))?,
+                            "text",
+                            max,
+                        ),
+                        None => bail!("the message has no content"),
+                    }
+                }
+                ("reasoning", TextField::Text) => {
+                    for key in ["summary", "content"] {
+                        if let Some(Value::Array(a)) = item.get_mut(key) {
+                            a.iter_mut().for_each(|x| text_field(x, "text", max));
+                        }
+                    }
+                }
+                ("function_call", TextField::ToolInput) => {
+                    if let Some(Value::String(args)) = item.get_mut("arguments") {
+                        match serde_json::from_str::<Value>(args) {
+                            Ok(mut parsed) if parsed.is_object() || parsed.is_array() => {
+                                truncate_strings(&mut parsed, max);
+                                *args = parsed.to_string();
+                            }
+                            _ => truncate_str(args, max),
+                        }
+                    }
+                }
+                ("custom_tool_call", TextField::ToolInput) => text_field(item, "input", max),
+                ("local_shell_call", TextField::ToolInput) => {
+                    if let Some(a) = item.get_mut("action") {
+                        truncate_strings(a, max);
+                    }
+                }
+                (t, TextField::ToolOutput) if t.ends_with("_output") => {
+                    let out = item
+                        .get_mut("output")
+                        .ok_or_else(|| anyhow!("the {t} item has no output"))?;
+                    match out {
+                        Value::String(s) => truncate_str(s, max),
+                        Value::Array(a) => a.iter_mut().for_each(|x| text_field(x, "text", max)),
+                        Value::Object(_) => text_field(out, "content", max),
+                        _ => {}
+                    }
+                }
+                ("", TextField::Text) if item.get("message").is_some() => {
+                    text_field(item, "message", max)
+                }
+                (t, f) => bail!(
+                    "cannot truncate {f:?} of a {} item",
+                    if t.is_empty() { "compacted" } else { t }
+                ),
+            }
+            Ok(())
+        }
+        _ => bail!("not a part-level change"),
+    }
+}
+
+/// Applies the edits of one line (none of them a drop of the whole line) to
+/// its parsed JSON: part edits, then notes, then `replacement_history` drops.
+fn edit_line(v: &mut Value, edits: &[&Edit], mode: Mode) -> Result<()> {
+    let payload = payload_mut(v);
+    for e in edits {
+        let Some(pid) = e.change.part_id() else {
+            continue;
+        };
+        let (mid, k) = ids::parse_part(pid).ok_or_else(|| anyhow!("{pid} is not a part id"))?;
+        let k = k.ok_or_else(|| anyhow!("{pid}: a note cannot be edited"))?;
+        let (_, rh) =
+            ids::parse_message(mid).ok_or_else(|| anyhow!("{mid} is not a message id"))?;
+        edit_part(item_mut(payload, rh)?, k, &e.change).with_context(|| format!("part {pid}"))?;
+    }
+    for e in edits {
+        match &e.change {
+            Change::AddNote { text } => {
+                let (_, rh) = ids::parse_message(&e.message_id).unwrap_or((0, None));
+                let item = item_mut(payload, rh)?;
+                let mut note = text_item(text);
+                if mode == Mode::Model {
+                    note[NOTE_MARKER] = json!(true);
+                }
+                match item.get_mut("content") {
+                    Some(Value::Array(c)) => c.insert(0, note),
+                    Some(Value::String(s)) => {
+                        let old = text_item(s);
+                        item["content"] = json!([note, old]);
+                    }
+                    _ => bail!("message {} has no content to add a note to", e.message_id),
+                }
+            }
+            Change::SetParent { .. } => {
+                bail!(
+                    "Codex rollouts have no parent links (message {})",
+                    e.message_id
+                )
+            }
+            _ => {}
+        }
+    }
+    let mut drops: Vec<usize> = edits
+        .iter()
+        .filter(|e| e.change == Change::DropMessage)
+        .filter_map(|e| ids::parse_message(&e.message_id).and_then(|(_, rh)| rh))
+        .collect();
+    drops.sort_unstable_by(|a, b| b.cmp(a));
+    drops.dedup();
+    if !drops.is_empty() {
+        let n = match payload.get("replacement_history") {
+            Some(Value::Array(rh)) => rh.len(),
+            _ => bail!("the line has no replacement_history"),
+        };
+        // Codex 0.169 keeps one `replacement_history_metadata` entry per item.
+        let parallel = payload
+            .get(RH_METADATA)
+            .and_then(Value::as_array)
+            .is_some_and(|m| m.len() == n);
+        for k in drops {
+            if k >= n {
+                bail!("replacement_history has no item {k}");
+            }
+            for key in ["replacement_history", RH_METADATA] {
+                if key == RH_METADATA && !parallel {
+                    continue;
+                }
+                if let Some(Value::Array(a)) = payload.get_mut(key) {
+                    match mode {
+                        Mode::Write => {
+                            a.remove(k);
+                        }
+                        Mode::Model => a[k] = Value::Null,
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The per-item metadata array Codex 0.169 keeps beside `replacement_history`.
+const RH_METADATA: &str = "replacement_history_metadata";
+
+/// `v` as the copy will hold it: no `null` history items, no note markers.
+fn cleaned(v: &Value) -> Value {
+    let mut v = v.clone();
+    let p = payload_mut(&mut v);
+    let strip = |item: &mut Value| {
+        if let Some(Value::Array(c)) = item.get_mut("content") {
+            for x in c.iter_mut() {
+                if let Some(o) = x.as_object_mut() {
+                    o.remove(NOTE_MARKER);
+                }
+            }
+        }
+    };
+    strip(p);
+    if let Some(Value::Array(rh)) = p.get_mut("replacement_history") {
+        rh.retain(|x| !x.is_null());
+        rh.iter_mut().for_each(strip);
+    }
+    if let Some(Value::Array(m)) = p.get_mut(RH_METADATA) {
+        m.retain(|x| !x.is_null());
+    }
+    v
+}
+
+/// Reads line `l` of `path` by its byte offset.
+fn read_line(path: &Path, l: LineRef) -> Result<Value> {
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    f.seek(std::io::SeekFrom::Start(l.offset))?;
+    let mut buf = vec![0u8; l.bytes as usize];
+    f.read_exact(&mut buf)
+        .with_context(|| format!("{}: cannot re-read line {}", path.display(), l.line))?;
+    serde_json::from_slice(super::parse::trim_eol(&buf))
+        .with_context(|| format!("{}:line {}: no longer valid JSON", path.display(), l.line))
+}
+
+/// Keeps what only the whole-file pass knows (usage, tool pairing, model,
+/// summary flags, triggers) when a line's messages are rebuilt.
+fn carry(old: &[Message], new: &mut [Message]) {
+    for m in new.iter_mut() {
+        let Some(o) = old.iter().find(|o| o.id == m.id) else {
+            continue;
+        };
+        m.usage = o.usage;
+        m.finish = o.finish.clone();
+        m.summary = o.summary;
+        m.model = o.model.clone();
+        m.time_created = o.time_created;
+        m.time_completed = o.time_completed;
+        for p in m.parts.iter_mut() {
+            let Some(op) = o.parts.iter().find(|x| x.id == p.id) else {
+                continue;
+            };
+            if let (Some(t), Some(ot)) = (p.tool.as_mut(), op.tool.as_ref()) {
+                t.name = ot.name.clone();
+                t.status = ot.status.clone();
+            }
+            if let (Some(c), Some(oc)) = (p.compaction.as_mut(), op.compaction.as_ref()) {
+                c.trigger_tokens = oc.trigger_tokens;
+            }
+        }
+    }
+}
+
+/// `s` with `edits` applied: edited lines are re-read (or taken from the
+/// edited JSON an earlier call kept in the line's last message `raw`),
+/// edited, and rebuilt; ids stay those of `s`.
+pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
+    let mine: Vec<Edit> = edits
+        .iter()
+        .filter(|e| e.session_id == s.id)
+        .cloned()
+        .collect();
+    let plans = plan_lines(&mine)?;
+    let mut out = s.clone();
+    let mut ranges: HashMap<u64, (usize, usize)> = HashMap::new();
+    for (i, m) in out.messages.iter().enumerate() {
+        if let Some(l) = m.line {
+            ranges
+                .entry(l.line)
+                .and_modify(|r| r.1 = i)
+                .or_insert((i, i));
+        }
+    }
+    let mut todo: Vec<(u64, usize, usize)> = Vec::new();
+    for (line, p) in &plans {
+        if p.drop || p.edits.is_empty() {
+            continue;
+        }
+        let &(a, b) = ranges
+            .get(line)
+            .ok_or_else(|| anyhow!("line {line} holds no message of session {}", s.id))?;
+        todo.push((*line, a, b));
+    }
+    todo.sort_by_key(|t| std::cmp::Reverse(t.1));
+    for (line, a, b) in todo {
+        let lr = out.messages[b]
+            .line
+            .expect("messages of a line have a line ref");
+        let mut v = if out.messages[b].raw.is_null() {
+            read_line(&s.source, lr)?
+        } else {
+            out.messages[b].raw.clone()
+        };
+        edit_line(&mut v, &plans[&line].edits, Mode::Model)?;
+        let nl = LineRef {
+            bytes: json_len(&cleaned(&v)) + 1,
+            ..lr
+        };
+        let time = out.messages[b].time_created;
+        let mut msgs = line_messages(&v, line == 1, nl, time)
+            .ok_or_else(|| anyhow!("line {line} is not a message line"))?;
+        carry(&out.messages[a..=b], &mut msgs);
+        if let Some(last) = msgs.last_mut() {
+            last.raw = v;
+        }
+        out.messages.splice(a..=b, msgs);
+    }
+    let dropped: HashSet<u64> = plans
+        .iter()
+        .filter(|(_, p)| p.drop)
+        .map(|(l, _)| *l)
+        .collect();
+    out.messages
+        .retain(|m| !m.line.is_some_and(|l| dropped.contains(&l.line)));
+    out.problems.retain(|p| {
+        !p.id
+            .as_deref()
+            .and_then(ids::parse_message)
+            .is_some_and(|(l, _)| dropped.contains(&l))
+    });
+    out.visible = visible_view(&out.messages);
+    Ok(out)
+}
+
+/// Writes the copy of `src` with `edits` to `dest` (which must not exist):
+/// to a temp file beside it, then renamed into place.
+pub fn write_copy(src: &Path, dest: &Path, edits: &[Edit]) -> Result<()> {
+    let plans = plan_lines(edits)?;
+    let dir = dest.parent().context("destination has no parent folder")?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".session-doctor-")
+        .suffix(".jsonl.tmp")
+        .tempfile_in(dir)
+        .with_context(|| format!("{}: cannot create a temp file", dir.display()))?;
+    let f = std::fs::File::open(src).with_context(|| format!("{}: cannot open", src.display()))?;
+    let mut r = BufReader::with_capacity(1 << 20, f);
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        let mut buf = Vec::new();
+        let mut n = 0u64;
+        loop {
+            buf.clear();
+            if r.read_until(b'\n', &mut buf)? == 0 {
+                break;
+            }
+            n += 1;
+            match plans.get(&n) {
+                Some(p) if p.drop => {}
+                Some(p) if !p.edits.is_empty() => {
+                    let mut v: Value = serde_json::from_slice(super::parse::trim_eol(&buf))
+                        .with_context(|| format!("{}:line {n}: not valid JSON", src.display()))?;
+                    edit_line(&mut v, &p.edits, Mode::Write)
+                        .with_context(|| format!("{}:line {n}", src.display()))?;
+                    serde_json::to_writer(&mut w, &v)?;
+                    w.write_all(b"\n")?;
+                }
+                _ => w.write_all(&buf)?,
+            }
+        }
+        if let Some((&last, _)) = plans.iter().next_back() {
+            if last > n {
+                bail!(
+                    "{}: an edit names line {last}, the file has {n}",
+                    src.display()
+                );
+            }
+        }
+        w.flush()?;
+    }
+    let perm = std::fs::metadata(src)?.permissions();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // The copy is for the agent to use: owner-writable even when the original is read-only.
+        let mode = perm.mode() | 0o600;
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))?;
+    }
+    #[cfg(not(unix))]
+    let _ = perm;
+    tmp.as_file().sync_all()?;
+    tmp.persist_noclobber(dest)
+        .map_err(|e| anyhow!("{}: cannot rename into place: {}", dest.display(), e.error))?;
+    Ok(())
+}
+
+/// The stored field a part lives in, e.g. `payload.content[2]`,
+/// `payload.replacement_history[3].output`.
+fn part_field(m: Option<&Message>, part_id: &str, leaf: &str) -> String {
+    let (mid, k) = ids::parse_part(part_id).unwrap_or((part_id, Some(0)));
+    let base = match ids::parse_message(mid) {
+        Some((_, Some(rh))) => format!("payload.replacement_history[{rh}]"),
+        _ => "payload".to_string(),
+    };
+    let p = m.and_then(|m| m.parts.iter().find(|p| p.id == part_id));
+    let kind = p.map(|p| p.kind_name.as_str()).unwrap_or("");
+    let field = match kind {
+        "input_text" | "output_text" | "text" | "summary_text" | "refusal" | "input_image"
+        | "image" => format!("content[{}]{leaf}", k.unwrap_or(0)),
+        "function_call" => "arguments".into(),
+        "custom_tool_call" => "input".into(),
+        "local_shell_call" => "action".into(),
+        "reasoning" => "summary[].text".into(),
+        "compacted" => "message".into(),
+        k if k.ends_with("_output") => "output".into(),
+        _ => "content".into(),
+    };
+    format!("{base}.{field}")
+}
+
+/// How `e` looks in the rollout, for the change list.
+pub fn describe(s: &Session, e: &Edit) -> StoredChange {
+    let m = s.messages.iter().find(|m| m.id == e.message_id);
+    let part = e
+        .change
+        .part_id()
+        .and_then(|pid| m.and_then(|m| m.parts.iter().find(|p| p.id == pid)));
+    let (field, old, new) = match &e.change {
+        Change::SetParent { old, new } => (
+            "parent".to_string(),
+            old.clone().map(Value::String).unwrap_or(Value::Null),
+            json!(new),
+        ),
+        Change::StripMedia {
+            part_id,
+            placeholder,
+        } => {
+            let bytes: u64 = part
+                .map(|p| p.media.iter().map(|x| x.encoded_bytes).sum())
+                .unwrap_or(0);
+            (
+                part_field(m, part_id, ""),
+                json!(format!(
+                    "{} with {bytes} bytes of inline media",
+                    part.map(|p| p.kind_name.as_str()).unwrap_or("part")
+                )),
+                json!(placeholder),
+            )
+        }
+        Change::Truncate {
+            part_id,
+            field,
+            max_chars,
+        } => {
+            let chars = part.map_or(0, |p| match field {
+                TextField::ToolOutput => p.tool.as_ref().map_or(p.model_chars, |t| t.output_chars),
+                _ => p.model_chars,
+            });
+            (
+                part_field(m, part_id, ".text"),
+                json!(format!("{chars} characters")),
+                json!(format!(
+                    "at most {max_chars} characters kept, head and tail"
+                )),
+            )
+        }
+        Change::DropMessage => match (m, ids::parse_message(&e.message_id)) {
+            (Some(m), Some((line, Some(k)))) => (
+                format!("payload.replacement_history[{k}]"),
+                json!(format!(
+                    "{} item of the compacted line {line} ({} bytes)",
+                    m.role.as_str(),
+                    m.payload_bytes()
+                )),
+                Value::Null,
+            ),
+            (Some(m), Some((line, None))) => (
+                "line".to_string(),
+                json!(match m.parts.first() {
+                    Some(p) => format!(
+                        "line {line}: {} {} ({} bytes)",
+                        m.role.as_str(),
+                        p.kind_name,
+                        m.line.map_or(0, |l| l.bytes)
+                    ),
+                    None => format!(
+                        "line {line}: {} ({} bytes)",
+                        m.role.as_str(),
+                        m.line.map_or(0, |l| l.bytes)
+                    ),
+                }),
+                Value::Null,
+            ),
+            _ => {
+                let p = s
+                    .problems
+                    .iter()
+                    .find(|p| p.id.as_deref() == Some(e.message_id.as_str()));
+                (
+                    "line".to_string(),
+                    json!(p.map_or_else(
+                        || format!("line {}", e.message_id),
+                        |p| format!("{}: {}", p.location, p.error)
+                    )),
+                    Value::Null,
+                )
+            }
+        },
+        // Codex rewrites no line with a reused id: repair never plans this.
+        Change::DropCopies => (
+            "line".to_string(),
+            json!("later copies of a rewritten line"),
+            Value::Null,
+        ),
+        Change::AddNote { text } => {
+            let base = match ids::parse_message(&e.message_id) {
+                Some((_, Some(k))) => format!("payload.replacement_history[{k}]"),
+                _ => "payload".to_string(),
+            };
+            (format!("{base}.content[0]"), Value::Null, json!(text))
+        }
+    };
+    StoredChange {
+        session_id: e.session_id.clone(),
+        message_id: e.message_id.clone(),
+        part_id: match &e.change {
+            Change::AddNote { .. } => Some(ids::note_part(&e.message_id)),
+            c => c.part_id().map(str::to_string),
+        },
+        field,
+        old,
+        new,
+    }
+}

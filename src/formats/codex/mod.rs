@@ -1,0 +1,335 @@
+//! OpenAI Codex CLI rollouts: `${CODEX_HOME:-~/.codex}/sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl`
+//! and `archived_sessions/rollout-*.jsonl`, one JSON object per line
+//! (`{timestamp, type, payload}`; the older envelope-less format too). Shapes:
+//! shared/formats/claude-code-codex.md section 2, and the real rollouts of
+//! Codex 0.104 (codex/localpush) and 0.169 (codex-gen).
+//!
+//! A store is one rollout file, which holds one session. Files are streamed
+//! line by line (memory bounded by the longest line, see [`parse`]); a copy is
+//! written by streaming the original again: a line no edit touches is copied
+//! byte for byte, an edited line is re-read, edited as JSON (unknown fields
+//! kept) and written as compact JSON. Originals are opened read-only.
+
+mod edit;
+mod parse;
+
+use crate::formats::{Edit, Store, StoredChange};
+use crate::model::{Agent, Session};
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+pub use parse::{visible_view, EFFECTIVE_WINDOW_PERCENT};
+
+/// Ids session-doctor gives Codex lines, items and parts (Codex stores none
+/// that are unique per line): `L<line>` for the message of a line,
+/// `L<line>.rh<k>` for item `k` of a `compacted` line's `replacement_history`,
+/// `<message>#<k>` for content item `k` of a message (`#0` for items with a
+/// single part), `<message>#note` for a note a compact copy adds. Line numbers
+/// are 1-based and name the lines of the file that was read.
+pub mod ids {
+    /// Id of the message of line `n`.
+    pub fn line(n: u64) -> String {
+        format!("L{n}")
+    }
+
+    /// Id of item `k` of the `replacement_history` of line message `line_id`.
+    pub fn rh(line_id: &str, k: usize) -> String {
+        format!("{line_id}.rh{k}")
+    }
+
+    /// Id of part `k` of message `message_id`.
+    pub fn part(message_id: &str, k: usize) -> String {
+        format!("{message_id}#{k}")
+    }
+
+    /// Id of the note part a compact copy adds to `message_id`.
+    pub fn note_part(message_id: &str) -> String {
+        format!("{message_id}#note")
+    }
+
+    /// `(line, replacement_history index)` of a message id.
+    pub fn parse_message(id: &str) -> Option<(u64, Option<usize>)> {
+        let rest = id.strip_prefix('L')?;
+        match rest.split_once(".rh") {
+            Some((l, k)) => Some((l.parse().ok()?, Some(k.parse().ok()?))),
+            None => Some((rest.parse().ok()?, None)),
+        }
+    }
+
+    /// `(message id, part index)` of a part id; `None` as the index for a note.
+    pub fn parse_part(id: &str) -> Option<(&str, Option<usize>)> {
+        let (m, k) = id.rsplit_once('#')?;
+        if k == "note" {
+            return Some((m, None));
+        }
+        Some((m, Some(k.parse().ok()?)))
+    }
+}
+
+/// The Codex format's detection hooks.
+pub const FORMAT: super::Format = super::Format {
+    name: "Codex rollout-*.jsonl",
+    wants_file: is_rollout,
+    open_file,
+    open_dir,
+};
+
+/// `rollout-*.jsonl`: the name Codex gives every rollout.
+pub fn is_rollout(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.starts_with("rollout-") && name.ends_with(".jsonl")
+}
+
+/// Largest first line read to sniff a file or find its session id (a
+/// `session_meta` line carries the base instructions: tens of KB).
+const SNIFF_BYTES: u64 = 16 << 20;
+
+/// The first line of `p`, parsed, if it is a JSON object within [`SNIFF_BYTES`].
+fn first_line(p: &Path) -> Result<Option<Value>> {
+    use std::io::Read;
+    let f = std::fs::File::open(p).with_context(|| format!("{}: cannot open", p.display()))?;
+    let mut r = BufReader::new(f.take(SNIFF_BYTES));
+    let mut buf = Vec::new();
+    r.read_until(b'\n', &mut buf)
+        .with_context(|| format!("{}: cannot read", p.display()))?;
+    Ok(serde_json::from_slice::<Value>(parse::trim_eol(&buf))
+        .ok()
+        .filter(Value::is_object))
+}
+
+/// Opens a rollout: any `rollout-*.jsonl`, or a `.jsonl` whose first line is
+/// a Codex line. `Ok(None)` for other files.
+pub fn open_file(p: &Path) -> Result<Option<Box<dyn Store>>> {
+    if !is_rollout(p) {
+        if p.extension().is_none_or(|x| x != "jsonl") {
+            return Ok(None);
+        }
+        match first_line(p)? {
+            Some(v) if parse::looks_like_codex(&v) => {}
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(Box::new(CodexStore {
+        path: p.to_path_buf(),
+    })))
+}
+
+/// A folder is never a Codex store (each rollout file is one): walking goes on.
+pub fn open_dir(_: &Path) -> Result<Option<Box<dyn Store>>> {
+    Ok(None)
+}
+
+/// `$CODEX_HOME`, else `$HOME/.codex`.
+pub fn codex_home() -> Option<PathBuf> {
+    std::env::var_os("CODEX_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".codex"))
+        })
+}
+
+/// The uuid at the end of a `rollout-<ts>-<uuid>.jsonl` name, else the stem.
+fn id_from_name(p: &Path) -> String {
+    let stem = p
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if stem.len() >= 36 {
+        let tail = &stem[stem.len() - 36..];
+        let uuid = tail.split('-').map(str::len).eq([8, 4, 4, 4, 12])
+            && tail.chars().all(|c| c == '-' || c.is_ascii_hexdigit());
+        if uuid {
+            return tail.to_string();
+        }
+    }
+    stem
+}
+
+/// One rollout file, opened read-only.
+pub struct CodexStore {
+    path: PathBuf,
+}
+
+impl CodexStore {
+    /// The folder that holds `sessions/` or `archived_sessions/` above the
+    /// file (the Codex home), and the file's path below it.
+    fn home_and_rel(&self) -> (PathBuf, PathBuf) {
+        let mut dir = self.path.parent();
+        while let Some(d) = dir {
+            if d.file_name()
+                .is_some_and(|n| n == "sessions" || n == "archived_sessions")
+            {
+                if let (Some(home), Ok(rel)) =
+                    (d.parent(), self.path.strip_prefix(d.parent().unwrap_or(d)))
+                {
+                    return (home.to_path_buf(), rel.to_path_buf());
+                }
+            }
+            dir = d.parent();
+        }
+        // Not under a Codex home: lay the copy out as Codex would
+        // (sessions/YYYY/MM/DD from the file name's date).
+        let name = self.path.file_name().unwrap_or_default().to_os_string();
+        let n = name.to_string_lossy();
+        let mut rel = PathBuf::from("sessions");
+        let date = n.strip_prefix("rollout-").and_then(|r| r.get(..10));
+        if let Some(d) =
+            date.filter(|d| d.len() == 10 && d.as_bytes()[4] == b'-' && d.as_bytes()[7] == b'-')
+        {
+            rel = rel.join(&d[..4]).join(&d[5..7]).join(&d[8..10]);
+        }
+        let home = self
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        (home, rel.join(name))
+    }
+}
+
+impl Store for CodexStore {
+    fn agent(&self) -> Agent {
+        Agent::Codex
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The Codex home (the folder holding `sessions/`): copies never go there.
+    fn root(&self) -> PathBuf {
+        self.home_and_rel().0
+    }
+
+    /// `sessions/YYYY/MM/DD/rollout-….jsonl` (the path below the Codex home).
+    fn copy_name(&self) -> String {
+        self.home_and_rel().1.display().to_string()
+    }
+
+    fn session_ids(&self) -> Result<Vec<String>> {
+        let id = first_line(&self.path)?
+            .and_then(|v| match parse::classify(&v, true) {
+                parse::Line::Meta(p) => p.get("id").and_then(Value::as_str).map(str::to_string),
+                _ => None,
+            })
+            .unwrap_or_else(|| id_from_name(&self.path));
+        Ok(vec![id])
+    }
+
+    fn load(&self, id: &str) -> Result<Session> {
+        let f = std::fs::File::open(&self.path)
+            .with_context(|| format!("{}: cannot open", self.path.display()))?;
+        let s = parse::load(
+            BufReader::with_capacity(1 << 20, f),
+            &self.path,
+            &id_from_name(&self.path),
+        )
+        .with_context(|| format!("{}: cannot read", self.path.display()))?;
+        if s.id != id {
+            anyhow::bail!("{}: no session {id}", self.path.display());
+        }
+        Ok(s)
+    }
+
+    fn describe(&self, session: &Session, e: &Edit) -> StoredChange {
+        edit::describe(session, e)
+    }
+
+    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
+        edit::apply(session, edits)
+    }
+
+    fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()> {
+        edit::write_copy(&self.path, dest, edits)
+    }
+
+    /// Codex reads the whole rollout on resume: a compact copy always keeps
+    /// only `session_meta`, the newest `compacted` line and what follows it.
+    fn compact_drops_hidden_history(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ids_round_trip() {
+        assert_eq!(ids::parse_message("L44"), Some((44, None)));
+        assert_eq!(ids::parse_message(&ids::rh("L44", 3)), Some((44, Some(3))));
+        assert_eq!(ids::parse_part("L44.rh3#2"), Some(("L44.rh3", Some(2))));
+        assert_eq!(ids::parse_part(&ids::note_part("L9")), Some(("L9", None)));
+        assert_eq!(ids::parse_message("msg_x"), None);
+    }
+
+    #[test]
+    fn usage_splits_cached_input_like_ccusage() {
+        let u = parse::usage_of(&json!({"input_tokens": 7475, "cached_input_tokens": 5980,
+            "cache_write_input_tokens": 0, "output_tokens": 15, "reasoning_output_tokens": 3,
+            "total_tokens": 7490}));
+        assert_eq!(
+            (u.input, u.cache_read, u.output, u.reasoning),
+            (1495, 5980, 15, 3)
+        );
+        assert_eq!(u.overflow_count(), 7490);
+    }
+
+    #[test]
+    fn lines_of_both_formats_are_classified() {
+        let meta = json!({"id": "x", "timestamp": "2025-05-01T10:00:00Z", "instructions": null});
+        assert!(matches!(parse::classify(&meta, true), parse::Line::Meta(_)));
+        assert!(matches!(
+            parse::classify(
+                &json!({"type": "message", "role": "user", "content": []}),
+                false
+            ),
+            parse::Line::Item(_)
+        ));
+        assert!(matches!(
+            parse::classify(&json!({"type": "world_state", "payload": {}}), false),
+            parse::Line::Other { .. }
+        ));
+        assert!(parse::looks_like_codex(
+            &json!({"type": "session_meta", "payload": {"id": "x"}})
+        ));
+        assert!(!parse::looks_like_codex(
+            &json!({"type": "user", "parentUuid": null, "sessionId": "x"})
+        ));
+        assert_eq!(parse::trim_eol(b"{}\r\n"), b"{}");
+    }
+
+    #[test]
+    fn copies_are_laid_out_below_the_codex_home() {
+        let s = CodexStore {
+            path: PathBuf::from(
+                "/h/.codex/sessions/2026/11/22/rollout-2026-11-22T12-07-50-x.jsonl",
+            ),
+        };
+        assert_eq!(s.root(), PathBuf::from("/h/.codex"));
+        assert_eq!(
+            s.copy_name(),
+            "sessions/2026/11/22/rollout-2026-11-22T12-07-50-x.jsonl"
+        );
+        let s = CodexStore {
+            path: PathBuf::from("/tmp/rollout-2026-02-23T12-54-34-y.jsonl"),
+        };
+        assert_eq!(s.root(), PathBuf::from("/tmp"));
+        assert_eq!(
+            s.copy_name(),
+            "sessions/2026/02/23/rollout-2026-02-23T12-54-34-y.jsonl"
+        );
+        assert_eq!(
+            id_from_name(Path::new(
+                "rollout-2026-11-22T12-07-50-01a20327-d155-7513-b850-ad26df82d9ed.jsonl"
+            )),
+            "01a20327-d155-7513-b850-ad26df82d9ed"
+        );
+    }
+}

@@ -1,0 +1,899 @@
+//! Streaming a rollout into the model. One pass, line by line, bounded by the
+//! longest line: a line's JSON is dropped once its message is built, and is
+//! re-read by its byte offset when a copy must change it.
+//!
+//! Mapping (shared/formats/claude-code-codex.md section 2):
+//! - `session_meta` (and the older envelope-less first line
+//!   `{id, timestamp, instructions, git}`): the session's header, not a
+//!   message (its bytes count in [`Session::other_bytes`]); never dropped.
+//! - `response_item`: one message per line, id `L<line>`: `message` items with
+//!   their role (`developer` and `system` kept verbatim; the user messages
+//!   Codex writes itself, such as `<environment_context>`, get `user-context`),
+//!   one part per content item (`L<line>#<k>`); model output items (`reasoning`, `function_call`,
+//!   `custom_tool_call`, `local_shell_call`, `web_search_call`, ...) are
+//!   assistant messages with one part; `*_output` items are `tool` messages.
+//! - `compacted`: its `replacement_history` items become messages
+//!   `L<line>.rh<k>` (flagged by their id), followed by the compaction marker
+//!   message `L<line>` (role `compacted`, flagged summary: it holds
+//!   `message`, the summary text). Without a `replacement_history` (older
+//!   versions), the marker itself carries `message` as what Codex sends.
+//! - every other line (`event_msg`, `turn_context`, `world_state`,
+//!   `token_usage_record`, unknown types, older `record_type` lines): a
+//!   message without parts whose role is the line type (`event_msg/<type>`
+//!   for events); it sends nothing to the model. Unknown types are kept and
+//!   counted, never an error.
+//! - `event_msg` `token_count`: a count whose cumulative `total_token_usage`
+//!   changed reports one request; its `last_token_usage` goes to the newest
+//!   model output item (or `compacted` line: a summarization request) since
+//!   the previous request, else stays on the `token_count` line. A count whose
+//!   total did not change reports no request: a repeat (ignored) or, when
+//!   `last_token_usage` is all zero but `total_tokens`, Codex's estimate of
+//!   the history (written around a compaction): kept on its own line as a
+//!   usage record, never as context.
+
+use super::ids;
+use crate::budget::Limits;
+use crate::measure::parse_data_url;
+use crate::model::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::io::BufRead;
+use std::path::Path;
+
+/// Share of the model's context window Codex reports as `model_context_window`
+/// (its effective window): the stub config's 20,000 is stored as 19,000
+/// (shared/real-sessions/codex-gen/MANIFEST.md), gpt-5-codex's 272,000-token
+/// input as 258,400 (codex/localpush).
+pub const EFFECTIVE_WINDOW_PERCENT: u64 = 95;
+
+/// Prefix Codex puts before the summary in `compacted.message` and in the
+/// summary user message of `replacement_history`.
+pub const SUMMARY_PREFIX: &str = "Another language model started to solve this problem";
+
+/// Marker key on a content item that a note edit inserted into a message in
+/// memory (never written to a copy): its part gets the id `<message>#note`.
+pub const NOTE_MARKER: &str = "__session_doctor_note";
+
+/// Role given to the user messages Codex writes itself (environment,
+/// AGENTS.md, instructions): sent with role `user`, but no user turn; their
+/// parts are synthetic.
+pub const CONTEXT_ROLE: &str = "user-context";
+
+/// Text prefixes of the user messages Codex writes itself.
+const CONTEXT_PREFIXES: &[&str] = &[
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<turn_aborted>",
+    "<user_shell_command>",
+];
+
+/// Model output items: assistant messages that may own a request's usage.
+const OUTPUT_ITEMS: &[&str] = &[
+    "reasoning",
+    "function_call",
+    "custom_tool_call",
+    "local_shell_call",
+    "web_search_call",
+    "image_generation_call",
+    "tool_search_call",
+    "mcp_tool_call",
+];
+
+/// What a line is.
+pub enum Line<'a> {
+    /// `session_meta` (or the older first line): the header.
+    Meta(&'a Value),
+    /// A `response_item` payload (or a bare item in the older format).
+    Item(&'a Value),
+    /// A `compacted` payload.
+    Compacted(&'a Value),
+    /// Anything else: the line type, the event type when there is one.
+    Other { ty: String, sub: Option<String> },
+}
+
+fn str_at<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+/// Classifies a parsed line. `first`: the file's first line (the older
+/// format's header has no `type`).
+pub fn classify(v: &Value, first: bool) -> Line<'_> {
+    let ty = str_at(v, "type");
+    if let (Some(ty), Some(payload)) = (ty, v.get("payload")) {
+        return match ty {
+            "session_meta" => Line::Meta(payload),
+            "response_item" => Line::Item(payload),
+            "compacted" => Line::Compacted(payload),
+            _ => Line::Other {
+                ty: ty.to_string(),
+                sub: str_at(payload, "type").map(str::to_string),
+            },
+        };
+    }
+    if let Some(r) = str_at(v, "record_type") {
+        return Line::Other {
+            ty: "record_type".into(),
+            sub: Some(r.to_string()),
+        };
+    }
+    match ty {
+        Some(_) => Line::Item(v),
+        None if first && v.get("id").is_some() && v.get("timestamp").is_some() => Line::Meta(v),
+        None => Line::Other {
+            ty: "unknown".into(),
+            sub: None,
+        },
+    }
+}
+
+/// True when the first line of a file has the shape of a Codex rollout line.
+pub fn looks_like_codex(v: &Value) -> bool {
+    match classify(v, true) {
+        Line::Meta(p) => p.get("id").is_some(),
+        Line::Other { ty, .. } => {
+            v.get("payload").is_some() && matches!(ty.as_str(), "event_msg" | "turn_context")
+        }
+        Line::Item(_) | Line::Compacted(_) => v.get("payload").is_some(),
+    }
+}
+
+struct Counter(u64);
+impl std::io::Write for Counter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len() as u64;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Bytes of `v` serialized as compact JSON (what Codex and the writer write).
+pub fn json_len(v: &Value) -> u64 {
+    let mut c = Counter(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
+}
+
+fn chars(s: &str) -> u64 {
+    s.chars().count() as u64
+}
+
+/// Milliseconds since the epoch of an RFC 3339 timestamp.
+pub fn time_ms(v: &Value) -> Option<i64> {
+    let t = str_at(v, "timestamp")?;
+    let st = humantime::parse_rfc3339_weak(t.trim_end_matches('Z')).ok()?;
+    st.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_millis() as i64)
+}
+
+fn part(id: String, message_id: &str, kind: PartKind, kind_name: &str, bytes: u64) -> Part {
+    Part {
+        id,
+        message_id: message_id.to_string(),
+        kind,
+        kind_name: kind_name.to_string(),
+        payload_bytes: bytes,
+        model_chars: 0,
+        wire_bytes: 0,
+        synthetic: false,
+        media: Vec::new(),
+        tool: None,
+        compaction: None,
+        raw: Value::Null,
+    }
+}
+
+fn message(id: &str, role: Role, line: LineRef, time: i64) -> Message {
+    Message {
+        id: id.to_string(),
+        role,
+        parent_id: None,
+        logical_parent_id: None,
+        line: Some(line),
+        sidechain: false,
+        parent_optional: false,
+        response_id: None,
+        time_created: time,
+        time_completed: None,
+        summary: false,
+        finish: None,
+        error: None,
+        usage: Usage::default(),
+        model: None,
+        info_bytes: 0,
+        parts: Vec::new(),
+        raw: Value::Null,
+    }
+}
+
+/// Text of an image content item's `image_url` (a string, or `{url}`).
+fn image_url(c: &Value) -> &str {
+    match c.get("image_url") {
+        Some(Value::String(s)) => s,
+        Some(o) => str_at(o, "url").unwrap_or(""),
+        None => "",
+    }
+}
+
+/// The part for one content item (message content or tool output content).
+fn content_part(c: &Value, id: String, message_id: &str, bytes: u64) -> Part {
+    let ty = str_at(c, "type").unwrap_or("");
+    match ty {
+        "input_text" | "output_text" | "text" | "summary_text" | "refusal" => {
+            let t = str_at(c, "text")
+                .or_else(|| str_at(c, "refusal"))
+                .unwrap_or("");
+            let mut p = part(id, message_id, PartKind::Text, ty, bytes);
+            p.model_chars = chars(t);
+            p.wire_bytes = t.len() as u64;
+            p
+        }
+        "input_image" | "image" => {
+            let url = image_url(c);
+            let mut p = part(id, message_id, PartKind::File, ty, bytes);
+            p.wire_bytes = url.len() as u64;
+            p.media.extend(parse_data_url(url, None));
+            p
+        }
+        other => {
+            let mut p = part(
+                id,
+                message_id,
+                PartKind::Other(other.to_string()),
+                other,
+                bytes,
+            );
+            p.wire_bytes = bytes;
+            p
+        }
+    }
+}
+
+/// Text chars and media of a tool output (`output` as a string, an array of
+/// content items, or `{content}`), with its wire bytes.
+fn output_facts(o: Option<&Value>) -> (u64, u64, Vec<Media>) {
+    match o {
+        Some(Value::String(s)) => (chars(s), s.len() as u64, Vec::new()),
+        Some(Value::Array(items)) => {
+            let (mut c, mut w, mut m) = (0, 0, Vec::new());
+            for it in items {
+                if let Some(t) = str_at(it, "text") {
+                    c += chars(t);
+                    w += t.len() as u64;
+                } else {
+                    let url = image_url(it);
+                    w += url.len() as u64;
+                    m.extend(parse_data_url(url, None));
+                }
+            }
+            (c, w, m)
+        }
+        Some(Value::Object(_)) => output_facts(o.and_then(|v| v.get("content"))),
+        _ => (0, 0, Vec::new()),
+    }
+}
+
+fn texts(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|x| str_at(x, "text"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    }
+}
+
+/// Builds the message of one response item. `total`: the bytes the item
+/// takes on disk (the line, or its share of a `compacted` line).
+pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64) -> Message {
+    let ty = str_at(item, "type").unwrap_or("");
+    let pid = |k: usize| ids::part(id, k);
+    let mut m;
+    match ty {
+        "message" => {
+            let role = match str_at(item, "role") {
+                Some("user") => Role::User,
+                Some("assistant") => Role::Assistant,
+                Some(r) => Role::Other(r.to_string()),
+                None => Role::Other("message".into()),
+            };
+            m = message(id, role, line, time);
+            match item.get("content") {
+                Some(Value::Array(content)) => {
+                    let mut shift = 0;
+                    for (k, c) in content.iter().enumerate() {
+                        if c.get(NOTE_MARKER).is_some() {
+                            let mut clean = c.clone();
+                            if let Some(o) = clean.as_object_mut() {
+                                o.remove(NOTE_MARKER);
+                            }
+                            let mut p =
+                                content_part(&clean, ids::note_part(id), id, json_len(&clean));
+                            p.synthetic = true;
+                            m.parts.push(p);
+                            shift += 1;
+                            continue;
+                        }
+                        m.parts
+                            .push(content_part(c, pid(k - shift), id, json_len(c)));
+                    }
+                }
+                Some(Value::String(s)) => {
+                    let mut p = part(pid(0), id, PartKind::Text, "text", s.len() as u64 + 2);
+                    p.model_chars = chars(s);
+                    p.wire_bytes = s.len() as u64;
+                    m.parts.push(p);
+                }
+                _ => {}
+            }
+            let text = m
+                .parts
+                .iter()
+                .find(|p| p.kind == PartKind::Text)
+                .map(|p| p.id.clone());
+            if m.role == Role::User {
+                if let Some(first) = text.and_then(|pid| {
+                    let k = ids::parse_part(&pid)?.1?;
+                    item.get("content")?.get(k)?.get("text")?.as_str()
+                }) {
+                    let first = first.trim_start();
+                    if first.starts_with(SUMMARY_PREFIX) {
+                        m.summary = true;
+                    } else if CONTEXT_PREFIXES.iter().any(|p| first.starts_with(p)) {
+                        m.role = Role::Other(CONTEXT_ROLE.into());
+                        m.parts.iter_mut().for_each(|p| p.synthetic = true);
+                    }
+                }
+            }
+        }
+        "function_call" | "custom_tool_call" | "local_shell_call" => {
+            m = message(id, Role::Assistant, line, time);
+            let name = str_at(item, "name").unwrap_or(if ty == "local_shell_call" {
+                "local_shell"
+            } else {
+                ""
+            });
+            let input = match ty {
+                "function_call" => str_at(item, "arguments").unwrap_or("").to_string(),
+                "custom_tool_call" => str_at(item, "input").unwrap_or("").to_string(),
+                _ => item.get("action").map(Value::to_string).unwrap_or_default(),
+            };
+            let mut p = part(pid(0), id, PartKind::Tool, ty, 0);
+            p.model_chars = chars(name) + chars(&input);
+            p.wire_bytes = (name.len() + input.len()) as u64;
+            p.tool = Some(ToolCall {
+                name: name.to_string(),
+                call_id: str_at(item, "call_id")
+                    .or_else(|| str_at(item, "id"))
+                    .unwrap_or("")
+                    .to_string(),
+                status: ToolStatus::Pending,
+                output_chars: 0,
+                output_cleared: false,
+            });
+            m.parts.push(p);
+        }
+        t if t.ends_with("_output") => {
+            m = message(id, Role::Other("tool".into()), line, time);
+            let (c, w, media) = output_facts(item.get("output"));
+            let mut p = part(pid(0), id, PartKind::Tool, ty, 0);
+            p.model_chars = c;
+            p.wire_bytes = w;
+            p.media = media;
+            p.tool = Some(ToolCall {
+                name: String::new(),
+                call_id: str_at(item, "call_id").unwrap_or("").to_string(),
+                status: ToolStatus::Completed,
+                output_chars: c,
+                output_cleared: false,
+            });
+            m.parts.push(p);
+        }
+        "reasoning" => {
+            m = message(id, Role::Assistant, line, time);
+            let t = [texts(item.get("summary")), texts(item.get("content"))].join("");
+            let enc = str_at(item, "encrypted_content").map_or(0, str::len) as u64;
+            let mut p = part(pid(0), id, PartKind::Reasoning, ty, 0);
+            p.model_chars = chars(&t);
+            p.wire_bytes = t.len() as u64 + enc;
+            m.parts.push(p);
+        }
+        "compaction" | "compaction_summary" => {
+            // The remote compaction's summary, encrypted: bytes on the wire,
+            // tokens unknown (the next reported count covers them).
+            m = message(id, Role::Assistant, line, time);
+            m.summary = true;
+            let mut p = part(pid(0), id, PartKind::Other(ty.into()), ty, 0);
+            p.wire_bytes = str_at(item, "encrypted_content").map_or(0, str::len) as u64;
+            m.parts.push(p);
+        }
+        "ghost_snapshot" => {
+            // Codex's undo snapshot: stored, never sent.
+            m = message(id, Role::Other(ty.into()), line, time);
+            m.parts
+                .push(part(pid(0), id, PartKind::Other(ty.into()), ty, 0));
+        }
+        other => {
+            let role = if OUTPUT_ITEMS.contains(&other) {
+                Role::Assistant
+            } else {
+                Role::Other(if other.is_empty() { "item" } else { other }.to_string())
+            };
+            m = message(id, role, line, time);
+            // Sent back as it is stored: counted whole (an over-estimate).
+            let n = json_len(item);
+            let mut p = part(pid(0), id, PartKind::Other(other.into()), other, 0);
+            p.model_chars = n;
+            p.wire_bytes = n;
+            m.parts.push(p);
+        }
+    }
+    m.time_completed = Some(time);
+    m.parts.shrink_to_fit();
+    if m.parts.len() == 1 && m.parts[0].payload_bytes == 0 {
+        m.parts[0].payload_bytes = total;
+    }
+    let parts: u64 = m.parts.iter().map(|p| p.payload_bytes).sum();
+    m.info_bytes = total.saturating_sub(parts);
+    m
+}
+
+/// The messages of one parsed line, in stored order; `None` for the header.
+/// Carries no cross-line state (usage, tool pairing, model): the loader adds it.
+pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option<Vec<Message>> {
+    let id = ids::line(line.line);
+    match classify(v, first) {
+        Line::Meta(_) => None,
+        Line::Item(item) => Some(vec![item_message(item, &id, line, time, line.bytes)]),
+        Line::Compacted(p) => {
+            let mut out = Vec::new();
+            let mut rh_bytes = 0;
+            let rh = p.get("replacement_history").and_then(Value::as_array);
+            if let Some(rh) = rh {
+                for (k, item) in rh.iter().enumerate() {
+                    if item.is_null() {
+                        continue; // dropped by an edit (in memory only)
+                    }
+                    let total = json_len(item) + 1;
+                    rh_bytes += total;
+                    out.push(item_message(item, &ids::rh(&id, k), line, time, total));
+                }
+            }
+            let text = str_at(p, "message").unwrap_or("");
+            let mut m = message(&id, Role::Other("compacted".into()), line, time);
+            m.summary = true;
+            m.time_completed = Some(time);
+            let mut c = part(
+                ids::part(&id, 0),
+                &id,
+                PartKind::Compaction,
+                "compacted",
+                text.len() as u64 + 2,
+            );
+            if rh.is_none() {
+                c.model_chars = chars(text);
+                c.wire_bytes = text.len() as u64;
+            }
+            c.compaction = Some(CompactionMarker {
+                // Codex stores no manual/auto distinction: treated as automatic.
+                auto: true,
+                ..Default::default()
+            });
+            m.info_bytes = line
+                .bytes
+                .saturating_sub(rh_bytes)
+                .saturating_sub(c.payload_bytes);
+            m.parts.push(c);
+            out.push(m);
+            Some(out)
+        }
+        Line::Other { ty, sub } => {
+            // No part: these lines send nothing, and a rollout holds many of them.
+            let role = match sub {
+                Some(sub) if ty == "event_msg" => format!("{ty}/{sub}"),
+                _ => ty,
+            };
+            let mut m = message(&id, Role::Other(role), line, time);
+            m.info_bytes = line.bytes;
+            Some(vec![m])
+        }
+    }
+}
+
+/// The model-visible view: with no `compacted` line, every message; else the
+/// newest `compacted` line's `replacement_history` messages, its marker, and
+/// everything after it (what Codex rebuilds on resume: a `compacted` line
+/// replaces the history built so far).
+pub fn visible_view(messages: &[Message]) -> Vec<usize> {
+    match messages.iter().rposition(|m| m.compaction().is_some()) {
+        None => (0..messages.len()).collect(),
+        Some(c) => {
+            let prefix = format!("{}.rh", messages[c].id);
+            let mut start = c;
+            while start > 0 && messages[start - 1].id.starts_with(&prefix) {
+                start -= 1;
+            }
+            (start..messages.len()).collect()
+        }
+    }
+}
+
+/// One usage object (`{input_tokens, cached_input_tokens,
+/// cache_write_input_tokens, output_tokens, reasoning_output_tokens,
+/// total_tokens}`) in the model's terms. `cached_input_tokens` (and
+/// `cache_write_input_tokens`, 0 in all data seen) are subsets of
+/// `input_tokens`: `input` is the uncached rest, as ccusage reports it.
+/// `reasoning_output_tokens` is a subset of `output`. `total` is the
+/// request's `total_tokens` (input + output): the context count.
+pub fn usage_of(u: &Value) -> Usage {
+    let g = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let input = g("input_tokens");
+    let cached = g("cached_input_tokens");
+    let cw = g("cache_write_input_tokens");
+    let total = g("total_tokens");
+    Usage {
+        input: input.saturating_sub(cached).saturating_sub(cw),
+        output: g("output_tokens"),
+        reasoning: g("reasoning_output_tokens"),
+        cache_read: cached,
+        cache_write: cw,
+        total: Some(if total > 0 {
+            total
+        } else {
+            input + g("output_tokens")
+        }),
+    }
+}
+
+/// Cross-line state of one pass over a rollout.
+struct Loader {
+    s: Session,
+    first: bool,
+    provider: Option<String>,
+    model: Option<String>,
+    /// Newest message that may own the next request's usage.
+    candidate: Option<usize>,
+    prev_total: Option<Value>,
+    /// `total_tokens` of the last request reported.
+    last_request: Option<u64>,
+    open_calls: HashMap<String, (usize, usize)>,
+    call_names: HashMap<String, String>,
+    /// Newest assistant `message` item and its text (a summarization answer
+    /// when the next `compacted` line carries it).
+    last_answer: Option<(usize, String)>,
+    window: Option<u64>,
+    extra_types: BTreeMap<String, usize>,
+    estimates: usize,
+    time: i64,
+}
+
+impl Loader {
+    fn push(&mut self, mut m: Message) -> usize {
+        if matches!(m.role, Role::User | Role::Assistant) {
+            m.model = match (&self.provider, &self.model) {
+                (Some(p), Some(md)) => Some(format!("{p}/{md}")),
+                (None, Some(md)) => Some(md.clone()),
+                _ => None,
+            };
+        }
+        let i = self.s.messages.len();
+        for (k, p) in m.parts.iter_mut().enumerate() {
+            let Some(t) = p.tool.as_mut() else { continue };
+            if t.status == ToolStatus::Pending {
+                if !t.call_id.is_empty() {
+                    self.open_calls.insert(t.call_id.clone(), (i, k));
+                    self.call_names.insert(t.call_id.clone(), t.name.clone());
+                }
+            } else if let Some(name) = self.call_names.get(&t.call_id) {
+                t.name = name.clone();
+                if let Some((mi, pk)) = self.open_calls.remove(&t.call_id) {
+                    if let Some(call) = self.s.messages[mi].parts[pk].tool.as_mut() {
+                        call.status = ToolStatus::Completed;
+                    }
+                }
+            }
+        }
+        self.s.messages.push(m);
+        i
+    }
+
+    fn line(&mut self, v: &Value, line: LineRef) {
+        self.time = time_ms(v).unwrap_or(self.time);
+        let first = std::mem::replace(&mut self.first, false);
+        let mut answer_text: Option<String> = None;
+        match classify(v, first) {
+            Line::Meta(p) => {
+                self.s.other_bytes += line.bytes;
+                if let Some(id) = str_at(p, "id") {
+                    if self.s.id.is_empty() {
+                        self.s.id = id.to_string();
+                    }
+                }
+                self.provider = str_at(p, "model_provider")
+                    .map(str::to_string)
+                    .or(self.provider.take());
+                return;
+            }
+            Line::Other { ty, sub } => {
+                if !matches!(ty.as_str(), "event_msg" | "turn_context" | "record_type") {
+                    *self.extra_types.entry(ty.clone()).or_default() += 1;
+                }
+                if ty == "turn_context" {
+                    if let Some(md) = v.pointer("/payload/model").and_then(Value::as_str) {
+                        self.model = Some(md.to_string());
+                    }
+                }
+                if ty == "event_msg" {
+                    let p = &v["payload"];
+                    match sub.as_deref() {
+                        Some("task_started") => {
+                            if let Some(w) = p.get("model_context_window").and_then(Value::as_u64) {
+                                self.window = Some(w);
+                            }
+                        }
+                        Some("token_count") => {
+                            self.token_count(p, line);
+                            return;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Line::Compacted(p) => {
+                let text = str_at(p, "message").unwrap_or("");
+                if let Some((i, answer)) = self.last_answer.take() {
+                    if !answer.trim().is_empty() && text.contains(answer.trim()) {
+                        self.s.messages[i].summary = true;
+                    }
+                }
+            }
+            Line::Item(item) => {
+                self.last_answer = None;
+                if str_at(item, "type") == Some("message") {
+                    let text = texts(item.get("content"));
+                    match str_at(item, "role") {
+                        Some("assistant") => answer_text = Some(text),
+                        Some("user") if self.s.title.is_none() => {
+                            let t = text.trim_start();
+                            if !t.starts_with(SUMMARY_PREFIX)
+                                && !CONTEXT_PREFIXES.iter().any(|p| t.starts_with(p))
+                            {
+                                let first = t.lines().next().unwrap_or("").trim();
+                                self.s.title = Some(first.chars().take(80).collect());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let Some(msgs) = line_messages(v, first, line, self.time) else {
+            return;
+        };
+        // Codex 0.169 records the summarization request's usage on the
+        // compacted line itself; it is the last request before it.
+        let trigger = match classify(v, false) {
+            Line::Compacted(p) => p
+                .pointer("/latest_token_usage_record/usage")
+                .map(|u| usage_of(u).total)
+                .unwrap_or(self.last_request),
+            _ => self.last_request,
+        };
+        for mut m in msgs {
+            let is_marker = m.compaction().is_some();
+            if is_marker {
+                if let Some(c) = m.parts[0].compaction.as_mut() {
+                    c.trigger_tokens = trigger;
+                }
+            }
+            let top_level = !m.id.contains(".rh");
+            let output = m.role == Role::Assistant && top_level;
+            let i = self.push(m);
+            if output || is_marker {
+                self.candidate = Some(i);
+            }
+            if output {
+                if let Some(t) = answer_text.take() {
+                    self.last_answer = Some((i, t));
+                }
+            }
+        }
+    }
+
+    fn token_count(&mut self, p: &Value, line: LineRef) {
+        let id = ids::line(line.line);
+        let mut m = message(
+            &id,
+            Role::Other("event_msg/token_count".into()),
+            line,
+            self.time,
+        );
+        m.info_bytes = line.bytes;
+        let info = p.get("info").filter(|i| !i.is_null());
+        if let Some(info) = info {
+            if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
+                self.window.get_or_insert(w);
+            }
+            let total = info.get("total_token_usage").cloned();
+            let last = info.get("last_token_usage").cloned().unwrap_or(Value::Null);
+            let request = total.is_some() && total != self.prev_total;
+            if total.is_some() {
+                self.prev_total = total;
+            }
+            let u = usage_of(&last);
+            if request {
+                self.last_request = u.total;
+                match self.candidate.take() {
+                    Some(c) => {
+                        let owner = &mut self.s.messages[c];
+                        owner.usage = u;
+                        if owner.role == Role::Assistant {
+                            owner.finish = Some("completed".into());
+                        }
+                    }
+                    None => m.usage = u,
+                }
+            } else if u.input + u.cache_read + u.cache_write + u.output == 0
+                && u.total.unwrap_or(0) > 0
+            {
+                self.estimates += 1;
+                m.usage = Usage {
+                    total: u.total,
+                    ..Default::default()
+                };
+            }
+        }
+        self.push(m);
+    }
+
+    fn finish(mut self) -> Session {
+        let s = &mut self.s;
+        s.visible = visible_view(&s.messages);
+        let resume_model = s.resume_model().map(str::to_string);
+        if let Some(w) = self.window {
+            s.stored_limits = Some(Limits {
+                model: resume_model,
+                context: (w * 100).div_ceil(EFFECTIVE_WINDOW_PERCENT),
+                max_output: 0,
+                input: Some(w),
+                source: format!(
+                    "Codex model_context_window {w} (its effective window, {EFFECTIVE_WINDOW_PERCENT}% of the model's)"
+                ),
+            });
+        }
+        let compactions = s.compactions();
+        if compactions > 0 {
+            let mut sum = Usage::default();
+            let mut n = 0;
+            for m in s
+                .messages
+                .iter()
+                .filter(|m| m.summary && !m.usage.is_zero())
+            {
+                if m.usage.input + m.usage.cache_read + m.usage.output > 0 {
+                    sum.add(&m.usage);
+                    n += 1;
+                }
+            }
+            s.notes.push(if n > 0 {
+                format!(
+                    "tokens_total is Codex's running total_token_usage, which includes its own compaction (summarization) requests: {n} found for {compactions} compaction(s), {} input ({} cached) and {} output tokens",
+                    sum.input + sum.cache_read + sum.cache_write,
+                    sum.cache_read,
+                    sum.output
+                )
+            } else {
+                format!(
+                    "tokens_total is Codex's running total_token_usage, which includes a compaction's summarization request when Codex reports one; none of the {compactions} compaction(s) in this file left one (a remote compaction reports none; a compacted copy no longer holds it)"
+                )
+            });
+        }
+        if self.estimates > 0 {
+            s.notes.push(format!(
+                "{} token_count line(s) report no request (cumulative total unchanged, only total_tokens set: Codex's estimate of the history); kept as usage records, never as context",
+                self.estimates
+            ));
+        }
+        if !self.extra_types.is_empty() {
+            s.notes.push(format!(
+                "line types kept as metadata: {}",
+                self.extra_types
+                    .iter()
+                    .map(|(t, n)| format!("{t} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        self.s
+    }
+}
+
+/// Reads a whole rollout from `r`: `path` names it in problems, `id` is the
+/// session id when the header names none.
+pub fn load(r: impl BufRead, path: &Path, id: &str) -> std::io::Result<Session> {
+    let mut l = Loader {
+        s: Session::new(Agent::Codex, "", None, path.to_path_buf()),
+        first: true,
+        provider: None,
+        model: None,
+        candidate: None,
+        prev_total: None,
+        last_request: None,
+        open_calls: HashMap::new(),
+        call_names: HashMap::new(),
+        last_answer: None,
+        window: None,
+        extra_types: BTreeMap::new(),
+        estimates: 0,
+        time: 0,
+    };
+    let mut r = r;
+    let mut buf = Vec::new();
+    let mut offset = 0u64;
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let read = r.read_until(b'\n', &mut buf)? as u64;
+        if read == 0 {
+            break;
+        }
+        n += 1;
+        let line = LineRef {
+            file: 0,
+            line: n,
+            offset,
+            bytes: read,
+        };
+        offset += read;
+        let complete = buf.ends_with(b"\n");
+        let body = trim_eol(&buf);
+        if body.iter().all(u8::is_ascii_whitespace) {
+            l.s.other_bytes += read;
+            continue;
+        }
+        match serde_json::from_slice::<Value>(body) {
+            Ok(v) if v.is_object() => l.line(&v, line),
+            Ok(_) | Err(_) => {
+                let err = match serde_json::from_slice::<Value>(body) {
+                    Ok(_) => "expected a JSON object".to_string(),
+                    Err(e) => format!("invalid JSON: {e}"),
+                };
+                l.s.other_bytes += read;
+                l.first = false;
+                let torn = !complete;
+                l.s.problems.push(LoadProblem {
+                    location: format!("{}:line {n}", path.display()),
+                    id: Some(ids::line(n)),
+                    error: if torn {
+                        format!("last line has no newline and is not complete JSON ({read} bytes): {err}")
+                    } else {
+                        err
+                    },
+                    kind: if torn {
+                        ProblemKind::TornTail
+                    } else {
+                        ProblemKind::Unreadable
+                    },
+                });
+            }
+        }
+    }
+    if l.s.id.is_empty() {
+        l.s.id = id.to_string();
+    }
+    Ok(l.finish())
+}
+
+/// `buf` without its line ending.
+pub fn trim_eol(buf: &[u8]) -> &[u8] {
+    let mut b = buf;
+    while let [rest @ .., b'\n' | b'\r'] = b {
+        b = rest;
+    }
+    b
+}
