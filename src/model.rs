@@ -227,6 +227,27 @@ pub struct LineRef {
     pub bytes: u64,
 }
 
+impl Part {
+    /// A part with no content figures yet (bytes, characters, media all 0);
+    /// loaders fill in what their format stores.
+    pub fn empty(id: String, message_id: &str, kind: PartKind, kind_name: &str) -> Part {
+        Part {
+            id,
+            message_id: message_id.to_string(),
+            kind,
+            kind_name: kind_name.to_string(),
+            payload_bytes: 0,
+            model_chars: 0,
+            wire_bytes: 0,
+            synthetic: false,
+            media: Vec::new(),
+            tool: None,
+            compaction: None,
+            raw: Value::Null,
+        }
+    }
+}
+
 /// One stored message.
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -434,6 +455,16 @@ impl Session {
             notes: Vec::new(),
             stored_limits: None,
         }
+    }
+
+    /// Ids of every message a compaction keeps across it (its preserved
+    /// messages; Claude Code), which repairs never re-parent or drop.
+    pub fn preserved_ids(&self) -> std::collections::HashSet<&str> {
+        self.messages
+            .iter()
+            .filter_map(|m| m.compaction())
+            .flat_map(|c| c.preserved.iter().map(String::as_str))
+            .collect()
     }
 
     /// Index of a message by id (its first copy).

@@ -320,12 +320,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
             out.push(edit(s, id, Change::DropMessage));
         }
     }
-    let preserved: HashSet<&str> = s
-        .messages
-        .iter()
-        .filter_map(|m| m.compaction())
-        .flat_map(|c| c.preserved.iter().map(String::as_str))
-        .collect();
+    let preserved: HashSet<&str> = s.preserved_ids();
     let kept_sorted: Vec<usize> = (0..s.messages.len())
         .filter(|i| !dropped_ids.contains(s.messages[*i].id.as_str()))
         .collect();

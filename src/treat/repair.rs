@@ -22,12 +22,7 @@ pub fn plan(s: &Session) -> Vec<Edit> {
         message_id: message_id.to_string(),
         change,
     };
-    let preserved: HashSet<&str> = s
-        .messages
-        .iter()
-        .filter_map(|m| m.compaction())
-        .flat_map(|c| c.preserved.iter().map(String::as_str))
-        .collect();
+    let preserved: HashSet<&str> = s.preserved_ids();
     let mut edits: Vec<(usize, Edit)> = Vec::new();
     for sp in stale_parents(s) {
         let id = s.messages[sp.index].id.as_str();

@@ -88,20 +88,7 @@ fn block_media(b: &Value) -> Option<Media> {
 }
 
 fn part(id: String, message_id: &str, kind: PartKind, kind_name: &str) -> Part {
-    Part {
-        id,
-        message_id: message_id.to_string(),
-        kind,
-        kind_name: kind_name.to_string(),
-        payload_bytes: 0,
-        model_chars: 0,
-        wire_bytes: 0,
-        synthetic: false,
-        media: Vec::new(),
-        tool: None,
-        compaction: None,
-        raw: Value::Null,
-    }
+    Part::empty(id, message_id, kind, kind_name)
 }
 
 /// The parts of a line's `message.content` (a string, or blocks).

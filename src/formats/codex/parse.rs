@@ -171,18 +171,8 @@ pub fn time_ms(v: &Value) -> Option<i64> {
 
 fn part(id: String, message_id: &str, kind: PartKind, kind_name: &str, bytes: u64) -> Part {
     Part {
-        id,
-        message_id: message_id.to_string(),
-        kind,
-        kind_name: kind_name.to_string(),
         payload_bytes: bytes,
-        model_chars: 0,
-        wire_bytes: 0,
-        synthetic: false,
-        media: Vec::new(),
-        tool: None,
-        compaction: None,
-        raw: Value::Null,
+        ..Part::empty(id, message_id, kind, kind_name)
     }
 }
 
