@@ -14,6 +14,12 @@ pub fn historical_media(s: &Session) -> Vec<usize> {
     if s.compactions() == 0 {
         return Vec::new();
     }
+    media_before_newest(s)
+}
+
+/// Indexes of every message carrying media before the newest one that
+/// carries media, compaction or not (what `compact` strips first).
+pub fn media_before_newest(s: &Session) -> Vec<usize> {
     let Some(anchor) = s.messages.iter().rposition(|m| m.media_count() > 0) else {
         return Vec::new();
     };

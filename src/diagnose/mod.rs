@@ -15,7 +15,7 @@ mod torn_tail;
 mod unfinished_tool_call;
 mod unreadable;
 
-pub use media_history::historical_media;
+pub use media_history::{historical_media, media_before_newest};
 pub use overflow_error::{classify, OverflowKind};
 pub use payload::{headroom_bytes, DEFAULT_HEADROOM, DEFAULT_MAX_REQUEST_BYTES};
 

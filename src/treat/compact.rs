@@ -21,7 +21,7 @@
 //! them to a model copy to measure, and to the store copy to write.
 
 use crate::budget::Budget;
-use crate::diagnose::historical_media;
+use crate::diagnose::media_before_newest;
 use crate::formats::{Change, Edit, Store, TextField};
 use crate::measure::{agent_overhead, estimate_tokens, next_turn};
 use crate::model::{ParentLinks, PartKind, Role, Session, ToolStatus};
@@ -150,7 +150,7 @@ fn edit(s: &Session, message_id: &str, change: Change) -> Edit {
 /// Step 1: strip historical media.
 fn strip_media(s: &Session) -> Vec<Edit> {
     let mut out = Vec::new();
-    for i in historical_media(s) {
+    for i in media_before_newest(s) {
         let m = &s.messages[i];
         for p in m.parts.iter().filter(|p| !p.media.is_empty()) {
             let placeholder = p
