@@ -315,11 +315,7 @@ fn common_ancestor(dirs: &[PathBuf]) -> PathBuf {
     acc
 }
 
-fn side(p: &Path, suffix: &str) -> PathBuf {
-    let mut s = p.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
+use crate::formats::sidecar as side;
 
 /// Writes a copy of `store` with `edits` to `dest` (which `--force` allowed to
 /// replace): removes an old copy and its side files, then lets the format

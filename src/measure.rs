@@ -4,6 +4,11 @@ use crate::model::Media;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
+/// Characters (Unicode scalar values) of `s`: the unit of the token estimate.
+pub fn char_count(s: &str) -> u64 {
+    s.chars().count() as u64
+}
+
 /// Estimated tokens for `chars` characters: `round(chars / 4)`, opencode's
 /// `Token.estimate` (upstream `util/token.ts`, 4 characters per token).
 pub fn estimate_tokens(chars: u64) -> u64 {

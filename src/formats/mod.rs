@@ -135,6 +135,13 @@ pub struct StoredChange {
     pub new: serde_json::Value,
 }
 
+/// `p` with `suffix` appended to its file name (SQLite's `-wal` / `-shm` side files).
+pub fn sidecar(p: &Path, suffix: &str) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
 /// One store of sessions (a database file or a JSON tree), opened read-only.
 pub trait Store: Send + Sync {
     /// Agent that wrote the store.

@@ -40,9 +40,7 @@ fn u64_of(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
-fn chars(s: &str) -> u64 {
-    s.chars().count() as u64
-}
+use crate::measure::char_count as chars;
 
 /// Milliseconds since the Unix epoch of an RFC 3339 timestamp; 0 when absent or unparsable.
 fn millis(ts: Option<&str>) -> i64 {

@@ -156,9 +156,7 @@ pub fn json_len(v: &Value) -> u64 {
     c.0
 }
 
-fn chars(s: &str) -> u64 {
-    s.chars().count() as u64
-}
+use crate::measure::char_count as chars;
 
 /// Milliseconds since the epoch of an RFC 3339 timestamp.
 pub fn time_ms(v: &Value) -> Option<i64> {

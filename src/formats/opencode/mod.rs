@@ -138,9 +138,7 @@ fn parse_message(
     })
 }
 
-fn chars(s: &str) -> u64 {
-    s.chars().count() as u64
-}
+use crate::measure::char_count as chars;
 
 /// Placeholder opencode sends instead of a tool output marked compacted
 /// (`toModelMessages`, shared/formats/opencode-kilo.md section 7).

@@ -66,11 +66,7 @@ pub fn open(p: &Path) -> Result<Option<Box<dyn Store>>> {
     })))
 }
 
-fn side(p: &Path, suffix: &str) -> PathBuf {
-    let mut s = p.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
+use crate::formats::sidecar as side;
 
 /// When a `-wal` sits beside `p`, copies the db with its `-wal` and `-shm` into
 /// a private temp dir and returns that copy; otherwise returns `p` itself.
