@@ -5,12 +5,16 @@
 //! Data flows one way: source ([`formats`]) -> [`model`] -> findings
 //! ([`diagnose`]) and treatments ([`treat`]) -> writer or [`report`].
 
+#![deny(clippy::string_slice)]
+
 pub mod budget;
 pub mod cli;
 mod commands;
 pub mod diagnose;
+pub mod error;
 pub mod exit_codes;
 pub mod formats;
+pub mod fsx;
 pub mod measure;
 pub mod model;
 pub mod report;

@@ -373,6 +373,9 @@ pub struct LoadProblem {
     /// What was expected and what the parser said.
     pub error: String,
     pub kind: ProblemKind,
+    /// Index into [`Session::files`] of the file the problem is in, for
+    /// line-oriented stores.
+    pub file: Option<usize>,
 }
 
 /// An id stored more than once.
@@ -397,6 +400,29 @@ pub enum ParentLinks {
     /// the agent walks back from the newest message to rebuild the history
     /// (Claude Code `parentUuid`).
     Chain,
+}
+
+/// Id lookups over a session ([`Session::lookup`]).
+#[derive(Debug, Default)]
+pub struct Lookup<'a> {
+    /// Message id -> index of its first copy.
+    pub messages: std::collections::HashMap<&'a str, usize>,
+    /// Message id -> number of stored copies.
+    pub copies: std::collections::HashMap<&'a str, usize>,
+    /// Part id -> (message index, part index) of its first copy.
+    pub parts: std::collections::HashMap<&'a str, (usize, usize)>,
+}
+
+impl<'a> Lookup<'a> {
+    /// The first copy of message `id`.
+    pub fn message(&self, s: &'a Session, id: &str) -> Option<&'a Message> {
+        self.messages.get(id).map(|&i| &s.messages[i])
+    }
+
+    /// The first copy of part `id`.
+    pub fn part(&self, s: &'a Session, id: &str) -> Option<&'a Part> {
+        self.parts.get(id).map(|&(i, k)| &s.messages[i].parts[k])
+    }
 }
 
 /// A loaded session.
@@ -481,6 +507,19 @@ impl Session {
         map
     }
 
+    /// Id lookups built once, for code that looks many ids up.
+    pub fn lookup(&self) -> Lookup<'_> {
+        let mut l = Lookup::default();
+        for (i, m) in self.messages.iter().enumerate() {
+            l.messages.entry(m.id.as_str()).or_insert(i);
+            *l.copies.entry(m.id.as_str()).or_insert(0) += 1;
+            for (k, p) in m.parts.iter().enumerate() {
+                l.parts.entry(p.id.as_str()).or_insert((i, k));
+            }
+        }
+        l
+    }
+
     /// Sum of stored usage over all messages; a provider response stored over
     /// several messages ([`Message::response_id`]) counts once, with its last
     /// message's usage (what ccusage does for Claude Code's split responses).
@@ -535,9 +574,21 @@ impl Session {
             .and_then(|m| m.model.as_deref())
     }
 
-    /// Whether message `i` is in the model-visible view.
+    /// Whether message `i` is in the model-visible view (a linear scan: use
+    /// [`Session::visible_mask`] in loops).
     pub fn is_visible(&self, i: usize) -> bool {
         self.visible.contains(&i)
+    }
+
+    /// For every message index, whether it is in the model-visible view.
+    pub fn visible_mask(&self) -> Vec<bool> {
+        let mut v = vec![false; self.messages.len()];
+        for &i in &self.visible {
+            if let Some(x) = v.get_mut(i) {
+                *x = true;
+            }
+        }
+        v
     }
 
     /// Stored bytes of the whole session: messages, parts, orphan parts and

@@ -77,7 +77,9 @@ fn bad_sqlite_row_names_table_and_row() {
 }
 
 #[test]
-fn a_db_that_is_not_sqlite_is_named_and_exit_2_only_when_nothing_was_read() {
+/// Issue 7 item 10: a store that cannot be read makes the exit code 2 after
+/// the other inputs ran, in every format.
+fn a_db_that_is_not_sqlite_is_named_the_rest_is_read_and_the_exit_code_is_2() {
     let t = tempfile::tempdir().unwrap();
     let bad = t.path().join("bad");
     std::fs::create_dir_all(&bad).unwrap();
@@ -88,7 +90,8 @@ fn a_db_that_is_not_sqlite_is_named_and_exit_2_only_when_nothing_was_read() {
         .assert()
         .code(2)
         .stderr(contains("opencode.db: not a SQLite database"));
-    // With a good store beside it, the good one is read and the bad one reported.
+    // With a good store beside it, the good one is read, the bad one
+    // reported once (in the JSON document, not also on stderr), exit 2.
     let out = bin()
         .arg("list")
         .arg("--format")
@@ -97,14 +100,26 @@ fn a_db_that_is_not_sqlite_is_named_and_exit_2_only_when_nothing_was_read() {
         .arg(oc("plain"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(2));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["sessions"].as_array().unwrap().len(), 1);
-    assert!(doc["errors"][0]
+    assert!(doc["errors"][0]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("opencode.db"));
+    assert!(doc["errors"][0]["reason"]
         .as_str()
         .unwrap()
         .contains("not a SQLite database"));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a SQLite database"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("not a SQLite database"));
+    // The table goes to stdout, the error once to stderr; check exits 2 too.
+    for cmd in ["list", "check"] {
+        let out = bin().arg(cmd).arg(&bad).arg(oc("plain")).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches("not a SQLite database").count(), 1, "{err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("not a SQLite database"));
+    }
 }
 
 #[test]

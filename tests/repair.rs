@@ -94,7 +94,7 @@ fn refuses_out_inside_the_source_and_existing_copies_without_force() {
         .arg(&src)
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("inside the folder of the source"));
+        .stderr(predicates::str::contains("inside the input folder"));
     bin()
         .arg("repair")
         .arg(&src)
@@ -133,12 +133,20 @@ fn refuses_out_inside_the_source_and_existing_copies_without_force() {
         first.keys().collect::<Vec<_>>(),
         snapshot(&out).keys().collect::<Vec<_>>()
     );
-    // No temp files are left behind.
-    assert!(std::fs::read_dir(&out).unwrap().all(|e| !e
+    // No temp files are left behind: only the copy, its manifest and the lock.
+    let mut names: Vec<String> = std::fs::read_dir(&out)
         .unwrap()
-        .file_name()
-        .to_string_lossy()
-        .starts_with('.')));
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ".session-doctor-copies.json",
+            ".session-doctor.lock",
+            "opencode.db"
+        ]
+    );
 }
 
 #[test]

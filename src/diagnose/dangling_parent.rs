@@ -18,25 +18,21 @@ use std::collections::HashMap;
 /// Whether each message's parent walk reaches a root without a missing link
 /// or a cycle (first copy of each id); a missing parent the agent expects
 /// ([`crate::model::Message::parent_optional`]) counts as a root.
-fn resolves(s: &Session) -> Vec<bool> {
-    let first: HashMap<&str, usize> = s
-        .messages
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(i, m)| (m.id.as_str(), i))
-        .collect();
-    let mut memo: Vec<Option<bool>> = vec![None; s.messages.len()];
+pub(super) fn resolves(s: &Session) -> Vec<bool> {
+    let first = s.id_index();
+    // 0 unknown, 1 on the current walk, 2 resolves, 3 does not.
+    let mut state: Vec<u8> = vec![0; s.messages.len()];
+    let mut path = Vec::new();
     for start in 0..s.messages.len() {
-        let mut path = Vec::new();
+        path.clear();
         let mut cur = start;
         let result = loop {
-            if let Some(r) = memo[cur] {
-                break r;
+            match state[cur] {
+                2 => break true,
+                3 | 1 => break false,
+                _ => {}
             }
-            if path.contains(&cur) {
-                break false;
-            }
+            state[cur] = 1;
             path.push(cur);
             match s.messages[cur].parent_id.as_deref() {
                 None => break true,
@@ -46,43 +42,70 @@ fn resolves(s: &Session) -> Vec<bool> {
                 },
             }
         };
-        for i in path {
-            memo[i] = Some(result);
+        for &i in &path {
+            state[i] = if result { 2 } else { 3 };
         }
     }
-    memo.into_iter().map(|r| r.unwrap_or(false)).collect()
+    state.into_iter().map(|r| r == 2).collect()
 }
 
 /// The parent the repair sets for message `index`. User turns: the newest
 /// earlier user message. Chains: the last valid ancestor on the same chain,
 /// i.e. the newest earlier user or assistant message of the same history
-/// (main or sidechain) whose own parent walk reaches a root.
+/// (main or sidechain, same file) whose own parent walk reaches a root.
 pub fn suggested_parent(s: &Session, index: usize) -> Option<String> {
-    let m = &s.messages[index];
+    suggested_parents(s, &[index]).pop().flatten()
+}
+
+/// [`suggested_parent`] for several messages (`indexes` ascending) in one
+/// pass over the session: O(n) however many there are.
+pub fn suggested_parents(s: &Session, indexes: &[usize]) -> Vec<Option<String>> {
+    let mut out = Vec::with_capacity(indexes.len());
+    let mut want = indexes.iter().copied().peekable();
     match s.parent_links {
-        ParentLinks::UserTurn => s.messages[..index]
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::User)
-            .map(|m| m.id.clone()),
+        ParentLinks::UserTurn => {
+            let mut last_user: Option<usize> = None;
+            for (i, m) in s.messages.iter().enumerate() {
+                while want.peek() == Some(&i) {
+                    want.next();
+                    out.push(last_user.map(|u| s.messages[u].id.clone()));
+                }
+                if m.role == Role::User {
+                    last_user = Some(i);
+                }
+            }
+        }
         ParentLinks::Chain => {
             let ok = resolves(s);
             let first = s.id_index();
-            let file = m.line.map(|l| l.file);
-            (0..index)
-                .rev()
-                .find(|&i| {
-                    let c = &s.messages[i];
-                    ok[i]
-                        && c.id != m.id
-                        && c.sidechain == m.sidechain
-                        && c.line.map(|l| l.file) == file
-                        && matches!(c.role, Role::User | Role::Assistant)
-                        && first.get(c.id.as_str()) == Some(&i)
-                })
-                .map(|i| s.messages[i].id.clone())
+            // (file, sidechain) -> the two newest valid candidates (two, so
+            // a message can skip a copy of itself).
+            let mut last: HashMap<(Option<usize>, bool), [Option<usize>; 2]> = HashMap::new();
+            for (i, m) in s.messages.iter().enumerate() {
+                let key = (m.line.map(|l| l.file), m.sidechain);
+                while want.peek() == Some(&i) {
+                    want.next();
+                    let c = last.get(&key).copied().unwrap_or([None, None]);
+                    let pick = c
+                        .iter()
+                        .flatten()
+                        .find(|&&k| s.messages[k].id != m.id)
+                        .map(|&k| s.messages[k].id.clone());
+                    out.push(pick);
+                }
+                if ok[i]
+                    && matches!(m.role, Role::User | Role::Assistant)
+                    && first.get(m.id.as_str()) == Some(&i)
+                {
+                    let e = last.entry(key).or_insert([None, None]);
+                    *e = [Some(i), e[0]];
+                }
+            }
         }
     }
+    // Indexes past the end (never in practice) get no suggestion.
+    out.resize(indexes.len(), None);
+    out
 }
 
 /// Indexes of messages whose parent id names no message of the session
@@ -108,9 +131,11 @@ pub fn check(s: &Session) -> Vec<Finding> {
             "run `session-doctor repair` to re-parent it to the last valid message before it on the same chain"
         }
     };
-    dangling(s)
-        .into_iter()
-        .map(|i| {
+    let idx = dangling(s);
+    let suggestions = suggested_parents(s, &idx);
+    idx.into_iter()
+        .zip(suggestions)
+        .map(|(i, suggestion)| {
             let m = &s.messages[i];
             let pid = m.parent_id.clone().unwrap_or_default();
             let mut f = Finding::new(
@@ -124,7 +149,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 remedy,
             )
             .with("parent_id", pid);
-            if let Some(sug) = suggested_parent(s, i) {
+            if let Some(sug) = suggestion {
                 f = f.with("suggested_parent_id", sug);
             }
             if let Some(l) = m.line {

@@ -9,6 +9,7 @@ mod media_history;
 mod orphan_in_context;
 mod over_budget;
 mod overflow_error;
+mod parent_cycle;
 mod payload;
 mod stale_parent;
 mod torn_tail;
@@ -112,6 +113,7 @@ pub const CODES: &[(&str, Severity)] = &[
     ("compaction-loop", Severity::Error),
     ("compaction-failed", Severity::Warning),
     ("dangling-parent", Severity::Error),
+    ("parent-cycle", Severity::Error),
     ("orphan-part", Severity::Error),
     ("duplicate-id", Severity::Error),
     ("unfinished-tool-call", Severity::Warning),
@@ -132,6 +134,7 @@ pub fn diagnose(s: &Session, o: &Options) -> Vec<Finding> {
     f.extend(torn_tail::check(s));
     f.extend(integrity::check(s));
     f.extend(dangling_parent::check(s));
+    f.extend(parent_cycle::check(s));
     f.extend(dangling_parent::check_logical(s));
     f.extend(stale_parent::check(s));
     f.extend(orphan_in_context::check(s));
@@ -146,7 +149,11 @@ pub fn diagnose(s: &Session, o: &Options) -> Vec<Finding> {
     f
 }
 
-pub use dangling_parent::{dangling, suggested_parent as dangling_suggested_parent};
+pub use dangling_parent::{
+    dangling, suggested_parent as dangling_suggested_parent,
+    suggested_parents as dangling_suggested_parents,
+};
+pub use parent_cycle::{cycles, Cycle};
 pub use stale_parent::stale_parents;
 
 /// Counts of findings by severity.

@@ -12,14 +12,17 @@ pub fn check(s: &Session) -> Vec<Finding> {
     if s.parent_links == ParentLinks::Chain {
         return Vec::new();
     }
-    let stale: Vec<usize> = stale_parents(s).into_iter().map(|sp| sp.index).collect();
+    let stale: std::collections::HashSet<usize> =
+        stale_parents(s).into_iter().map(|sp| sp.index).collect();
+    let visible = s.visible_mask();
+    let ids = s.id_index();
     s.visible
         .iter()
         .filter_map(|&i| {
             let m = &s.messages[i];
             let pid = m.parent_id.as_deref()?;
-            let p = s.index_of(pid)?;
-            if s.is_visible(p) || stale.contains(&i) {
+            let p = *ids.get(pid)?;
+            if visible[p] || stale.contains(&i) {
                 return None;
             }
             Some(

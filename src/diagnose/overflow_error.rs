@@ -62,7 +62,7 @@ const TOKENS: &[&str] = &[
 /// The first JSON object inside `text`, if any.
 fn first_json_object(text: &str) -> Option<Value> {
     let start = text.find('{')?;
-    serde_json::Deserializer::from_str(&text[start..])
+    serde_json::Deserializer::from_str(text.get(start..)?)
         .into_iter::<Value>()
         .next()?
         .ok()

@@ -59,10 +59,17 @@ fn user_turn(s: &Session) -> Vec<StaleParent> {
     let visible: HashSet<usize> = s.visible.iter().copied().collect();
     let mut out = Vec::new();
     let mut last_compaction: Option<usize> = None;
+    // The newest user message at or after the last compaction request.
+    let mut last_user_since: Option<usize> = None;
     for (a, m) in s.messages.iter().enumerate() {
         if m.compaction().is_some() {
             last_compaction = Some(a);
+            last_user_since = (m.role == Role::User).then_some(a);
             continue;
+        }
+        let newest_user = last_user_since;
+        if m.role == Role::User && last_compaction.is_some() {
+            last_user_since = Some(a);
         }
         let (Some(c), Role::Assistant, Some(pid)) =
             (last_compaction, &m.role, m.parent_id.as_deref())
@@ -73,10 +80,7 @@ fn user_turn(s: &Session) -> Vec<StaleParent> {
         if p >= c || s.messages[p].role != Role::User {
             continue;
         }
-        let suggested = (c..a)
-            .rev()
-            .find(|&i| s.messages[i].role == Role::User)
-            .unwrap_or(c);
+        let suggested = newest_user.unwrap_or(c);
         out.push(StaleParent {
             index: a,
             parent_id: pid.to_string(),
@@ -113,6 +117,17 @@ fn chain(s: &Session) -> Vec<StaleParent> {
     };
     let prunes = s.messages[latest].compaction().is_some_and(|c| c.prunes);
     let visible: HashSet<usize> = s.visible.iter().copied().collect();
+    // Boundary id -> the first summary after it that names it as parent.
+    let mut summary_of: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in s.messages.iter().enumerate() {
+        if let (true, Some(p)) = (m.summary, m.parent_id.as_deref()) {
+            if let Some(&(bf, _)) = pos.get(p) {
+                if bf <= i && s.messages[bf].compaction().is_some() {
+                    summary_of.entry(p).or_insert(i);
+                }
+            }
+        }
+    }
     let mut out = Vec::new();
     for (i, m) in s.messages.iter().enumerate() {
         let Some(&(first, last)) = pos.get(m.id.as_str()) else {
@@ -121,7 +136,8 @@ fn chain(s: &Session) -> Vec<StaleParent> {
         if first != i || m.compaction().is_some() {
             continue;
         }
-        let Some(&b) = boundaries.iter().rev().find(|&&b| b < first) else {
+        let k = boundaries.partition_point(|&b| b < first);
+        let Some(&b) = k.checked_sub(1).and_then(|k| boundaries.get(k)) else {
             continue;
         };
         let Some(pid) = s.messages[last].parent_id.as_deref() else {
@@ -141,12 +157,7 @@ fn chain(s: &Session) -> Vec<StaleParent> {
             .rev()
             .find(|x| pos.contains_key(x.as_str()))
             .cloned()
-            .or_else(|| {
-                s.messages[b..]
-                    .iter()
-                    .find(|x| x.summary && x.parent_id.as_deref() == Some(bid))
-                    .map(|x| x.id.clone())
-            })
+            .or_else(|| summary_of.get(bid).map(|&x| s.messages[x].id.clone()))
             .unwrap_or_else(|| bid.to_string());
         out.push(StaleParent {
             index: last,

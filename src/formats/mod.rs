@@ -7,6 +7,7 @@
 pub mod claude;
 pub mod codex;
 pub mod opencode;
+pub mod sqlite;
 
 use crate::model::{Agent, Session};
 use anyhow::Result;
@@ -37,6 +38,9 @@ pub enum TextField {
 pub enum Change {
     /// Point the message's parent at another message.
     SetParent { old: Option<String>, new: String },
+    /// Remove the message's parent: it becomes a root (breaks a parent cycle
+    /// where no earlier message can be its parent).
+    ClearParent { old: String },
     /// Replace the inline media of a part by `placeholder` text (one line per
     /// media item). The part keeps its id; its type only changes where the
     /// agent's schema has no room for text (a file part becomes a text part).
@@ -67,6 +71,7 @@ impl Change {
     pub fn name(&self) -> &'static str {
         match self {
             Change::SetParent { .. } => "set-parent",
+            Change::ClearParent { .. } => "clear-parent",
             Change::StripMedia { .. } => "strip-media",
             Change::Truncate { .. } => "truncate",
             Change::DropMessage => "drop-message",
@@ -135,42 +140,79 @@ pub struct StoredChange {
     pub new: serde_json::Value,
 }
 
-/// `p` with `suffix` appended to its file name (SQLite's `-wal` / `-shm` side files).
-pub fn sidecar(p: &Path, suffix: &str) -> PathBuf {
-    let mut s = p.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
+pub use sqlite::side as sidecar;
 
-/// One store of sessions (a database file or a JSON tree), opened read-only.
+/// One store of sessions (a database file, a JSONL file with its sub-agent
+/// files, or a JSON tree), opened read-only.
 pub trait Store: Send + Sync {
     /// Agent that wrote the store.
     fn agent(&self) -> Agent;
-    /// The store itself: a db file or a `storage/` dir.
+    /// The store itself: a db file, a transcript or rollout, or a `storage/` dir.
     fn path(&self) -> &Path;
-    /// The folder a copy may never be written into (it holds the original).
-    fn root(&self) -> PathBuf {
+    /// Every file the store reads (the db, a transcript and its sub-agent
+    /// files); a tree store (a folder) lists none: the folder is its source.
+    fn source_files(&self) -> Vec<PathBuf> {
+        if self.path().is_dir() {
+            Vec::new()
+        } else {
+            vec![self.path().to_path_buf()]
+        }
+    }
+    /// Files the agent (or SQLite) keeps beside the sources (`-wal`, `-shm`,
+    /// `-journal`), existing or not: never written, replaced or removed.
+    fn side_files(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    /// Folders the agent itself reads sessions from (Claude Code `projects/`,
+    /// Codex `sessions/`, an opencode data dir): no output folder goes inside.
+    fn agent_dirs(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    /// Path of the copy relative to `--out` (e.g. `opencode.db`, `storage`,
+    /// `projects/<cwd>/<id>.jsonl`), in the layout the agent reads.
+    fn copy_path(&self) -> PathBuf;
+    /// The folder [`Store::copy_path`] is relative to in the source's layout
+    /// (the db's folder, the Claude config dir, the Codex home); copies of
+    /// several stores keep their places relative to these.
+    fn copy_base(&self) -> PathBuf {
         self.path()
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."))
     }
-    /// Name of the copy under `--out` (e.g. `opencode.db`, `kilo.db`, `storage`).
-    fn copy_name(&self) -> String;
+    /// Every path a copy at `dest` writes (the copy itself, sub-agent files).
+    fn copy_targets(&self, dest: &Path) -> Vec<PathBuf> {
+        vec![dest.to_path_buf()]
+    }
     /// Ids of the sessions in the store, oldest first.
     fn session_ids(&self) -> Result<Vec<String>>;
     /// Loads one session. Unreadable rows become [`crate::model::LoadProblem`]s;
     /// an error means the store itself could not be read.
     fn load(&self, id: &str) -> Result<Session>;
-    /// How `edit` looks in storage (stored field name, old and new JSON values).
-    fn describe(&self, session: &Session, edit: &Edit) -> StoredChange;
+    /// How `edit` looks in storage (stored field name, old and new JSON
+    /// values), with lookups built once by the caller ([`Session::lookup`]).
+    fn describe(
+        &self,
+        session: &Session,
+        ix: &crate::model::Lookup<'_>,
+        edit: &Edit,
+    ) -> StoredChange;
+    /// [`Store::describe`] for every edit.
+    fn describe_all(&self, session: &Session, edits: &[Edit]) -> Vec<StoredChange> {
+        let ix = session.lookup();
+        edits
+            .iter()
+            .map(|e| self.describe(session, &ix, e))
+            .collect()
+    }
     /// `session` with `edits` applied, re-read from the edited raw JSON so every
     /// figure (bytes, tokens, media, visible view) is what the copy will hold.
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session>;
-    /// Writes a copy of the whole store to `dest` (the final path of the copy,
-    /// `dest` must not exist), with `edits` applied. Written to a temporary name
-    /// beside `dest` and renamed into place.
-    fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()>;
+    /// Writes a copy of the whole store to `dest` with `edits` applied:
+    /// staged under a temporary name beside `dest`, verified, then moved into
+    /// place; `replace`: `dest` is a previous copy that may be replaced,
+    /// otherwise an existing `dest` is an error.
+    fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()>;
     /// Whether `compact` always strips historical media and drops the history
     /// the agent no longer sends, even when the session already fits: true
     /// where the agent re-reads the whole store on resume (Codex replays
@@ -180,11 +222,86 @@ pub trait Store: Send + Sync {
     }
 }
 
+/// Permission bits for a copy of `src`: the original's, plus owner read and
+/// write (the copy is for the agent to use even when the original is read-only).
+pub fn copy_mode(src: &Path) -> u32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(src)
+            .map(|m| (m.permissions().mode() | 0o600) & 0o777)
+            .unwrap_or(0o644)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = src;
+        0o644
+    }
+}
+
+/// The current size of `path` (bytes), for a writer that runs without a load.
+pub fn complete_len(path: &Path) -> Result<u64> {
+    Ok(crate::fsx::ensure_regular(path)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        .len())
+}
+
+/// Offset just after the last newline within the first `len` bytes of
+/// `path` (0 when there is none).
+fn last_newline_end(path: &Path, len: u64) -> std::io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = crate::fsx::open_regular(path)?;
+    let mut end = len;
+    let mut buf = vec![0u8; 1 << 16];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let n = (end - start) as usize;
+        f.seek(SeekFrom::Start(start))?;
+        f.read_exact(&mut buf[..n])?;
+        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+/// For a line-oriented file read up to `len` bytes (its size when opened):
+/// when the agent appended to it meanwhile and the read ended inside a line,
+/// that line is the agent's write in progress, not a torn tail. The
+/// snapshot is cut at the last complete line (the torn-tail problem of file
+/// `file` and the line's bytes are taken out of `s`). Returns the snapshot's
+/// length in bytes, which the copy is written from.
+pub fn settle_growing_tail(s: &mut Session, path: &Path, file: usize, len: u64) -> u64 {
+    let grew = std::fs::metadata(path).is_ok_and(|m| m.len() > len);
+    let torn = s
+        .problems
+        .iter()
+        .rposition(|p| p.kind == crate::model::ProblemKind::TornTail && p.file == Some(file));
+    match (grew, torn) {
+        (true, Some(i)) => match last_newline_end(path, len) {
+            Ok(cut) => {
+                s.problems.remove(i);
+                s.other_bytes = s.other_bytes.saturating_sub(len - cut);
+                s.notes.push(format!(
+                    "{} was being written while it was read: its last {} byte(s), an unfinished line, are left out of this snapshot",
+                    path.display(),
+                    len - cut
+                ));
+                cut
+            }
+            Err(_) => len,
+        },
+        _ => len,
+    }
+}
+
 /// Result of walking the input paths.
 pub struct Discovery {
     pub stores: Vec<Box<dyn Store>>,
-    /// Paths that looked like stores but could not be opened, with the reason.
-    pub errors: Vec<String>,
+    /// Paths that looked like stores but could not be opened (errors: the
+    /// exit code becomes 2), and paths skipped on purpose (warnings).
+    pub problems: crate::error::Problems,
 }
 
 /// What opening a path gives: a store, `None` when the path is not of the
@@ -206,7 +323,7 @@ pub struct Format {
 }
 
 /// Every supported format, tried in order.
-pub const FORMATS: &[Format] = &[opencode::FORMAT, claude::FORMAT, codex::FORMAT];
+pub const FORMATS: &[Format] = &[opencode::FORMAT, codex::FORMAT, claude::FORMAT];
 
 /// Opens a file with the formats that want it; a file given by name that no
 /// format wants is tried with every format (so the error says why).
@@ -232,74 +349,147 @@ fn open_any_dir(p: &Path) -> Result<Option<Box<dyn Store>>> {
     Ok(None)
 }
 
+/// The store's identity for de-duplication (a folder reached twice through
+/// symbolic links is one store).
+fn store_key(s: &dyn Store) -> PathBuf {
+    s.path()
+        .canonicalize()
+        .unwrap_or_else(|_| s.path().to_path_buf())
+}
+
 /// Finds every store in `paths`: a store file, a data dir, a legacy `storage/`
-/// dir, or any folder containing these (searched with walkdir). Paths that
-/// hold nothing are reported in `errors`.
+/// dir, or any folder containing these (searched with walkdir, following
+/// symbolic links once, with loop detection). Only regular files are opened:
+/// a FIFO, socket or device met while walking is skipped with a warning
+/// naming it; given by name, it is an error. Paths that hold nothing are
+/// errors.
 pub fn discover(paths: &[PathBuf]) -> Discovery {
+    use crate::error::InputError;
     let mut d = Discovery {
         stores: Vec::new(),
-        errors: Vec::new(),
+        problems: Default::default(),
     };
+    let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     let names = FORMATS
         .iter()
         .map(|f| f.name)
         .collect::<Vec<_>>()
         .join(", ");
+    let mut push = |d: &mut Discovery, s: Box<dyn Store>| {
+        if seen.insert(store_key(s.as_ref())) {
+            d.stores.push(s);
+        }
+    };
     for path in paths {
-        let before = d.stores.len() + d.errors.len();
-        if !path.exists() {
-            d.errors
-                .push(format!("{}: no such file or directory", path.display()));
+        let before = d.stores.len() + d.problems.errors.len();
+        let md = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) => {
+                let why = if e.kind() == std::io::ErrorKind::NotFound {
+                    if std::fs::symlink_metadata(path).is_ok() {
+                        "a symbolic link to nothing (no such file or directory)".to_string()
+                    } else {
+                        "no such file or directory".to_string()
+                    }
+                } else {
+                    format!("cannot read: {e}")
+                };
+                d.problems.error(InputError::new(path, why));
+                continue;
+            }
+        };
+        if !md.is_dir() && !md.is_file() {
+            d.problems.error(InputError::new(
+                path,
+                format!(
+                    "{}, expected a session file or a folder",
+                    crate::fsx::type_name(&md.file_type())
+                ),
+            ));
             continue;
         }
-        if path.is_file() {
+        if md.is_file() {
             match open_any_file(path, false) {
-                Ok(Some(s)) => d.stores.push(s),
-                Ok(None) => d.errors.push(format!(
-                    "{}: not a session store of a supported agent ({names})",
-                    path.display()
+                Ok(Some(s)) => push(&mut d, s),
+                Ok(None) => d.problems.error(InputError::new(
+                    path,
+                    format!("not a session store of a supported agent ({names})"),
                 )),
-                Err(e) => d.errors.push(format!("{e:#}")),
+                Err(e) => d.problems.error(InputError::from_anyhow(path, &e)),
             }
             continue;
         }
-        let mut walker = walkdir::WalkDir::new(path).sort_by_file_name().into_iter();
+        let mut walker = walkdir::WalkDir::new(path)
+            .follow_links(true)
+            .sort_by_file_name()
+            .into_iter();
         while let Some(entry) = walker.next() {
             let entry = match entry {
                 Ok(e) => e,
                 Err(e) => {
-                    d.errors.push(format!("{e}"));
+                    let at = e.path().unwrap_or(path).to_path_buf();
+                    if let Some(anc) = e.loop_ancestor() {
+                        d.problems.warn(InputError::new(
+                            &at,
+                            format!(
+                                "a symbolic link loop back to {}; not followed",
+                                anc.display()
+                            ),
+                        ));
+                    } else if e
+                        .io_error()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
+                    {
+                        d.problems
+                            .warn(InputError::new(&at, "a symbolic link to nothing; skipped"));
+                    } else {
+                        let why = e
+                            .io_error()
+                            .map(|io| format!("cannot read: {io}"))
+                            .unwrap_or_else(|| e.to_string());
+                        d.problems.error(InputError::new(&at, why));
+                    }
                     continue;
                 }
             };
             let p = entry.path();
-            let opened = if entry.file_type().is_dir() {
+            let ft = entry.file_type();
+            let opened = if ft.is_dir() {
                 open_any_dir(p)
-            } else if entry.file_type().is_file() {
+            } else if ft.is_file() {
                 open_any_file(p, true)
             } else {
+                if FORMATS.iter().any(|f| (f.wants_file)(p)) {
+                    d.problems.warn(InputError::new(
+                        p,
+                        format!(
+                            "{}, not a regular file; skipped",
+                            crate::fsx::type_name(&ft)
+                        ),
+                    ));
+                }
                 Ok(None)
             };
             match opened {
                 Ok(Some(s)) => {
-                    d.stores.push(s);
-                    if entry.file_type().is_dir() {
+                    push(&mut d, s);
+                    if ft.is_dir() {
                         walker.skip_current_dir();
                     }
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    d.errors.push(format!("{e:#}"));
-                    if entry.file_type().is_dir() {
+                    d.problems.error(InputError::from_anyhow(p, &e));
+                    if ft.is_dir() {
                         walker.skip_current_dir();
                     }
                 }
             }
         }
-        if d.stores.len() + d.errors.len() == before {
-            d.errors.push(format!(
-                "{}: no session store found ({names})",
-                path.display()
+        if d.stores.len() + d.problems.errors.len() == before {
+            d.problems.error(InputError::new(
+                path,
+                format!("no session store found ({names})"),
             ));
         }
     }

@@ -6,6 +6,7 @@ mod json;
 mod table;
 
 use crate::diagnose::{Finding, SeverityCounts};
+use crate::error::Problems;
 use crate::formats::StoredChange;
 use crate::model::Usage;
 use serde::Serialize;
@@ -118,6 +119,9 @@ pub struct CopyRow {
     pub dest: String,
     pub changes: usize,
     pub written: bool,
+    /// Why the copy was not written, when it was not (and not a dry run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `repair`: everything that was changed.
@@ -154,13 +158,15 @@ pub struct CompactReport {
 }
 
 /// One output format. Each method prints one whole document to stdout;
-/// `errors` are the stores or paths that could not be read.
+/// `problems` are the paths that could not be read or written (errors) and
+/// those skipped on purpose (warnings). Formats that go to people leave
+/// them to stderr (printed once by the command); machine formats carry them.
 pub trait Exporter {
-    fn list(&self, rows: &[ListRow], errors: &[String]) -> String;
-    fn inspect(&self, sessions: &[InspectSession], errors: &[String]) -> String;
-    fn check(&self, sessions: &[CheckSession], errors: &[String]) -> String;
-    fn repair(&self, report: &RepairReport, errors: &[String]) -> String;
-    fn compact(&self, report: &CompactReport, errors: &[String]) -> String;
+    fn list(&self, rows: &[ListRow], problems: &Problems) -> String;
+    fn inspect(&self, sessions: &[InspectSession], problems: &Problems) -> String;
+    fn check(&self, sessions: &[CheckSession], problems: &Problems) -> String;
+    fn repair(&self, report: &RepairReport, problems: &Problems) -> String;
+    fn compact(&self, report: &CompactReport, problems: &Problems) -> String;
 }
 
 /// The exporter for `format`.

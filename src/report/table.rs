@@ -70,12 +70,6 @@ fn notes_block(out: &mut String, notes: &[String]) {
     }
 }
 
-fn errors_block(out: &mut String, errors: &[String]) {
-    for e in errors {
-        out.push_str(&format!("error: {e}\n"));
-    }
-}
-
 /// `ses_dfd1e065effeRy7N0IMCxzViNy` stays whole; ids are what people copy.
 fn time(ms: i64) -> String {
     if ms < 0 {
@@ -86,7 +80,7 @@ fn time(ms: i64) -> String {
 }
 
 impl Exporter for TableExporter {
-    fn list(&self, rows: &[ListRow], errors: &[String]) -> String {
+    fn list(&self, rows: &[ListRow], _problems: &Problems) -> String {
         let mut t = self.table(&[
             "agent",
             "session",
@@ -135,11 +129,10 @@ impl Exporter for TableExporter {
                 out.push_str(&format!("note: {}: {n}\n", r.id));
             }
         }
-        errors_block(&mut out, errors);
         out
     }
 
-    fn inspect(&self, sessions: &[InspectSession], errors: &[String]) -> String {
+    fn inspect(&self, sessions: &[InspectSession], _problems: &Problems) -> String {
         let mut out = String::new();
         for s in sessions {
             out.push_str(&format!(
@@ -219,11 +212,10 @@ impl Exporter for TableExporter {
                 out.push_str(&format!("largest parts:\n{t}\n"));
             }
         }
-        errors_block(&mut out, errors);
         out
     }
 
-    fn check(&self, sessions: &[CheckSession], errors: &[String]) -> String {
+    fn check(&self, sessions: &[CheckSession], _problems: &Problems) -> String {
         let mut out = String::new();
         let mut total = 0;
         for s in sessions {
@@ -261,11 +253,10 @@ impl Exporter for TableExporter {
             "{} session(s), {total} finding(s)\n",
             sessions.len()
         ));
-        errors_block(&mut out, errors);
         out
     }
 
-    fn compact(&self, r: &CompactReport, errors: &[String]) -> String {
+    fn compact(&self, r: &CompactReport, _problems: &Problems) -> String {
         let mut out = String::new();
         match &r.budget {
             Some(b) => out.push_str(&format!(
@@ -345,11 +336,10 @@ impl Exporter for TableExporter {
         } else {
             out.push_str("already fits: nothing to do\n");
         }
-        errors_block(&mut out, errors);
         out
     }
 
-    fn repair(&self, r: &RepairReport, errors: &[String]) -> String {
+    fn repair(&self, r: &RepairReport, _problems: &Problems) -> String {
         let mut out = String::new();
         if r.changes.is_empty() {
             out.push_str("no repairable findings\n");
@@ -373,7 +363,6 @@ impl Exporter for TableExporter {
                 c.dest, c.changes, c.source
             ));
         }
-        errors_block(&mut out, errors);
         out
     }
 }

@@ -162,7 +162,7 @@ fn strip_media(s: &Session) -> Vec<Edit> {
                         x.mime,
                         x.filename.as_deref().unwrap_or("(unnamed)"),
                         x.decoded_bytes,
-                        &x.sha256[..12]
+                        x.sha256.get(..12).unwrap_or(&x.sha256)
                     )
                 })
                 .collect::<Vec<_>>()
@@ -325,48 +325,59 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
         .filter(|i| !dropped_ids.contains(s.messages[*i].id.as_str()))
         .collect();
     let mut reparented: HashSet<&str> = HashSet::new();
+    let is_candidate = |k: usize| {
+        let c = &s.messages[k];
+        match s.parent_links {
+            ParentLinks::UserTurn => c.role == Role::User,
+            ParentLinks::Chain => !c.sidechain && matches!(c.role, Role::User | Role::Assistant),
+        }
+    };
+    // The two oldest candidates (user turns fall back to the first one), and
+    // the two newest seen so far: two, so a message can skip a copy of itself.
+    let oldest: Vec<Option<usize>> = kept_sorted
+        .iter()
+        .copied()
+        .filter(|&k| is_candidate(k))
+        .take(2)
+        .map(Some)
+        .collect();
+    let mut newest: [Option<usize>; 2] = [None, None];
     for &i in &kept_sorted {
         let m = &s.messages[i];
-        let Some(pid) = m.parent_id.as_deref() else {
-            continue;
+        let pick = |cands: &[Option<usize>]| {
+            cands
+                .iter()
+                .flatten()
+                .copied()
+                .find(|&k| k != i && s.messages[k].id != m.id)
         };
-        if !dropped_ids.contains(pid)
-            || m.sidechain
-            || preserved.contains(m.id.as_str())
-            || !reparented.insert(m.id.as_str())
-        {
-            continue;
-        }
-        let candidate = |k: usize| {
-            let c = &s.messages[k];
-            k != i
-                && c.id != m.id
-                && match s.parent_links {
-                    ParentLinks::UserTurn => c.role == Role::User,
-                    ParentLinks::Chain => {
-                        !c.sidechain && matches!(c.role, Role::User | Role::Assistant)
+        let needs = m.parent_id.as_deref().filter(|pid| {
+            dropped_ids.contains(pid) && !m.sidechain && !preserved.contains(m.id.as_str())
+        });
+        if let Some(pid) = needs {
+            if reparented.insert(m.id.as_str()) {
+                let new = pick(&newest).or_else(|| {
+                    match s.parent_links {
+                        ParentLinks::UserTurn => pick(&oldest),
+                        // The first kept message of a chain becomes a root-like
+                        // entry: the agent stops its walk at a parent it does not have.
+                        ParentLinks::Chain => None,
                     }
+                });
+                if let Some(k) = new {
+                    out.push(edit(
+                        s,
+                        &m.id,
+                        Change::SetParent {
+                            old: Some(pid.to_string()),
+                            new: s.messages[k].id.clone(),
+                        },
+                    ));
                 }
-        };
-        let new = kept_sorted
-            .iter()
-            .rev()
-            .find(|&&k| k < i && candidate(k))
-            .or_else(|| match s.parent_links {
-                ParentLinks::UserTurn => kept_sorted.iter().find(|&&k| candidate(k)),
-                // The first kept message of a chain becomes a root-like
-                // entry: the agent stops its walk at a parent it does not have.
-                ParentLinks::Chain => None,
-            });
-        if let Some(&k) = new {
-            out.push(edit(
-                s,
-                &m.id,
-                Change::SetParent {
-                    old: Some(pid.to_string()),
-                    new: s.messages[k].id.clone(),
-                },
-            ));
+            }
+        }
+        if is_candidate(i) {
+            newest = [Some(i), newest[0]];
         }
     }
     if keep_turns.is_some() {

@@ -5,14 +5,17 @@
 //!   messages are never re-parented or dropped.
 //! - `dangling-parent`: re-parent (user turns: to the newest earlier user
 //!   message; chains: to the last valid ancestor on the same chain).
+//! - `parent-cycle`: break the cycle at its oldest member: re-parent it as a
+//!   dangling parent would be, or make it a root when no earlier message can
+//!   be its parent (and always for an opencode user message).
 //! - `torn-tail`: leave the torn last line out of the copy.
 //! - `duplicate-id` copies that repeat the first one's content: keep the
 //!   first line, drop the later copies. Lines of one split provider response
 //!   have different ids and are never touched.
 
-use crate::diagnose::{dangling, dangling_suggested_parent, stale_parents};
+use crate::diagnose::{cycles, dangling, dangling_suggested_parents, stale_parents};
 use crate::formats::{Change, Edit};
-use crate::model::{ProblemKind, Session};
+use crate::model::{ParentLinks, ProblemKind, Role, Session};
 use std::collections::HashSet;
 
 /// Edits that repair `s`, in message order; empty when nothing is repairable.
@@ -40,14 +43,17 @@ pub fn plan(s: &Session) -> Vec<Edit> {
             ),
         ));
     }
-    for i in dangling(s) {
-        let m = &s.messages[i];
-        if preserved.contains(m.id.as_str()) || edits.iter().any(|(_, e)| e.message_id == m.id) {
+    let mut touched: HashSet<String> = edits.iter().map(|(_, e)| e.message_id.clone()).collect();
+    let idx = dangling(s);
+    for (i, new) in idx.iter().zip(dangling_suggested_parents(s, &idx)) {
+        let m = &s.messages[*i];
+        if preserved.contains(m.id.as_str()) || touched.contains(&m.id) {
             continue;
         }
-        if let Some(new) = dangling_suggested_parent(s, i) {
+        if let Some(new) = new {
+            touched.insert(m.id.clone());
             edits.push((
-                i,
+                *i,
                 edit(
                     &m.id,
                     Change::SetParent {
@@ -57,6 +63,25 @@ pub fn plan(s: &Session) -> Vec<Edit> {
                 ),
             ));
         }
+    }
+    let cyc = cycles(s);
+    let oldest: Vec<usize> = cyc.iter().map(|c| c.oldest()).collect();
+    for (&i, new) in oldest.iter().zip(dangling_suggested_parents(s, &oldest)) {
+        let m = &s.messages[i];
+        if touched.contains(&m.id) {
+            continue;
+        }
+        let old = m.parent_id.clone().unwrap_or_default();
+        let user_root = s.parent_links == ParentLinks::UserTurn && m.role == Role::User;
+        let change = match new {
+            Some(new) if !user_root && new != m.id => Change::SetParent {
+                old: Some(old),
+                new,
+            },
+            _ => Change::ClearParent { old },
+        };
+        touched.insert(m.id.clone());
+        edits.push((i, edit(&m.id, change)));
     }
     let mut copies: HashSet<&str> = HashSet::new();
     for d in s.duplicate_ids.iter().filter(|d| d.same_content) {

@@ -63,6 +63,11 @@ fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> 
             o.insert(field::PARENT.to_string(), json!(new));
             Ok(())
         }
+        Change::ClearParent { .. } => {
+            let o = v.as_object_mut().ok_or("line is not an object")?;
+            o.insert(field::PARENT.to_string(), Value::Null);
+            Ok(())
+        }
         Change::StripMedia {
             part_id,
             placeholder,
@@ -199,29 +204,33 @@ impl<'a> Plan<'a> {
     }
 }
 
-/// Writes `src` with `edits` applied to a temp file beside `target`;
-/// the caller renames it into place.
-pub fn write_file(src: &Path, target: &Path, edits: &[&Edit]) -> Result<tempfile::NamedTempFile> {
+/// Writes the first `len` bytes of `src` (the snapshot the session was read
+/// from) with `edits` applied to a staged file for `target`; the caller
+/// commits it.
+pub fn write_file(
+    src: &Path,
+    len: u64,
+    target: &Path,
+    edits: &[&Edit],
+) -> Result<crate::fsx::Staged> {
+    use std::io::Read;
     let dir = target
         .parent()
         .ok_or_else(|| anyhow!("{}: no parent folder", target.display()))?;
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".session-doctor-")
-        .suffix(".jsonl.tmp")
-        .tempfile_in(dir)
-        .with_context(|| format!("{}: cannot create a temp file", dir.display()))?;
+    let (staged, mut file) = crate::fsx::Staged::file(target)?;
     let plan = Plan::new(edits);
-    let f = std::fs::File::open(src).with_context(|| format!("{}: cannot open", src.display()))?;
-    let mut r = std::io::BufReader::with_capacity(1 << 20, f);
-    let mut w = std::io::BufWriter::new(tmp.as_file());
+    let f =
+        crate::fsx::open_regular(src).with_context(|| format!("{}: cannot open", src.display()))?;
+    let mut r = std::io::BufReader::with_capacity(1 << 20, f.take(len));
+    let mut w = std::io::BufWriter::new(&mut file);
     let mut buf = Vec::new();
     let mut n = 0u64;
     let mut seen: HashSet<String> = HashSet::new();
     loop {
         buf.clear();
         if r.read_until(b'\n', &mut buf)
-            .with_context(|| format!("{}: cannot read", src.display()))?
+            .with_context(|| format!("{}: cannot read after line {n}", src.display()))?
             == 0
         {
             break;
@@ -253,22 +262,10 @@ pub fn write_file(src: &Path, target: &Path, edits: &[&Edit]) -> Result<tempfile
             None => w.write_all(&buf)?,
         }
     }
-    w.flush()?;
+    w.flush()
+        .with_context(|| format!("{}: cannot write", staged.path().display()))?;
     drop(w);
-    // The copy is for the agent to use: writable by its owner, as private as the original.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(src)
-            .map(|m| m.permissions().mode())
-            .unwrap_or(0o600);
-        std::fs::set_permissions(
-            tmp.path(),
-            std::fs::Permissions::from_mode((mode | 0o200) & 0o777),
-        )
-        .ok();
-    }
-    Ok(tmp)
+    Ok(staged)
 }
 
 /// `s` with `edits` applied and every figure recomputed from the edited lines.
@@ -332,8 +329,8 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
 }
 
 /// How `edit` looks in the transcript, for the change list.
-pub fn describe(s: &Session, edit: &Edit) -> StoredChange {
-    let m = s.messages.iter().find(|m| m.id == edit.message_id);
+pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
+    let m = ix.message(s, &edit.message_id);
     let part = edit
         .change
         .part_id()
@@ -354,6 +351,7 @@ pub fn describe(s: &Session, edit: &Edit) -> StoredChange {
             old.clone().map(Value::String).unwrap_or(Value::Null),
             json!(new),
         ),
+        Change::ClearParent { old } => (field::PARENT.to_string(), json!(old), Value::Null),
         Change::StripMedia { placeholder, .. } => {
             let bytes: u64 = part
                 .map(|p| p.media.iter().map(|x| x.encoded_bytes).sum())
@@ -413,11 +411,11 @@ pub fn describe(s: &Session, edit: &Edit) -> StoredChange {
             }
         },
         Change::DropCopies => {
-            let n = s
-                .messages
-                .iter()
-                .filter(|x| x.id == edit.message_id)
-                .count();
+            let n = ix
+                .copies
+                .get(edit.message_id.as_str())
+                .copied()
+                .unwrap_or(0);
             let first = m.and_then(|m| m.line).map_or(0, |l| l.line);
             (
                 "line".to_string(),

@@ -92,8 +92,8 @@ fn looks_like_claude(v: &Value) -> bool {
 
 /// Reads up to 50 lines (and at most about 4 MB) of `p`.
 fn sniff(p: &Path) -> Result<Sniff> {
-    let f =
-        std::fs::File::open(p).map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", p.display()))?;
+    let f = crate::fsx::open_regular(p)
+        .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", p.display()))?;
     let mut r = std::io::BufReader::new(f);
     let mut out = Sniff {
         claude: false,
@@ -182,7 +182,11 @@ fn agents_beside(dir: &Path) -> Vec<(PathBuf, Option<String>)> {
     let mut v: Listing = std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| is_jsonl(p) && p.is_file() && file_name(p).starts_with("agent-"))
+                .filter(|p| {
+                    is_jsonl(p)
+                        && crate::fsx::ensure_regular(p).is_ok()
+                        && file_name(p).starts_with("agent-")
+                })
                 .map(|p| {
                     let sid = sniff(&p).ok().and_then(|s| s.session_id);
                     (p, sid)
@@ -204,6 +208,9 @@ pub struct ClaudeStore {
     /// Sub-agent transcripts, sorted: `<id>/subagents/*.jsonl`, then
     /// `agent-*.jsonl` beside the main file whose lines name this session.
     agents: Vec<PathBuf>,
+    /// Bytes of each file as read by [`Store::load`] (main file first):
+    /// the copy is written from the same bytes.
+    snapshot: std::sync::OnceLock<Vec<u64>>,
 }
 
 impl ClaudeStore {
@@ -213,7 +220,7 @@ impl ClaudeStore {
         if let Ok(rd) = std::fs::read_dir(dir.join(id).join("subagents")) {
             let mut v: Vec<PathBuf> = rd
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| is_jsonl(p) && p.is_file())
+                .filter(|p| is_jsonl(p) && crate::fsx::ensure_regular(p).is_ok())
                 .collect();
             v.sort();
             agents.extend(v);
@@ -230,6 +237,7 @@ impl ClaudeStore {
             main: main.to_path_buf(),
             id: id.to_string(),
             agents,
+            snapshot: Default::default(),
         }
     }
 
@@ -270,9 +278,33 @@ impl Store for ClaudeStore {
         &self.main
     }
 
-    /// The Claude config dir (`~/.claude`) when the file sits in
-    /// `projects/<cwd>/`, else the file's folder: copies never go inside it.
-    fn root(&self) -> PathBuf {
+    fn source_files(&self) -> Vec<PathBuf> {
+        self.files()
+    }
+
+    /// The `projects/` folder when the file sits in `projects/<cwd>/`.
+    fn agent_dirs(&self) -> Vec<PathBuf> {
+        self.config_dir()
+            .map(|c| vec![c.join("projects")])
+            .unwrap_or_default()
+    }
+
+    /// `projects/<encoded cwd>/<id>.jsonl` (the layout Claude Code reads), or
+    /// `<id>.jsonl` for a file outside a `projects/` tree. Sub-agent files go
+    /// beside it in the same relative places.
+    fn copy_path(&self) -> PathBuf {
+        let name = self.main.file_name().map(PathBuf::from).unwrap_or_default();
+        match self.config_dir() {
+            Some(cfg) => self
+                .main
+                .strip_prefix(&cfg)
+                .map(Path::to_path_buf)
+                .unwrap_or(name),
+            None => name,
+        }
+    }
+
+    fn copy_base(&self) -> PathBuf {
         self.config_dir().unwrap_or_else(|| {
             self.main
                 .parent()
@@ -281,18 +313,11 @@ impl Store for ClaudeStore {
         })
     }
 
-    /// `projects/<encoded cwd>/<id>.jsonl` (the layout Claude Code reads), or
-    /// `<id>.jsonl` for a file outside a `projects/` tree. Sub-agent files go
-    /// beside it in the same relative places.
-    fn copy_name(&self) -> String {
-        match self.config_dir() {
-            Some(cfg) => self
-                .main
-                .strip_prefix(&cfg)
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| file_name(&self.main)),
-            None => file_name(&self.main),
-        }
+    fn copy_targets(&self, dest: &Path) -> Vec<PathBuf> {
+        let dir = dest.parent().unwrap_or(Path::new("."));
+        let mut v = vec![dest.to_path_buf()];
+        v.extend(self.agents.iter().map(|f| dir.join(self.relative(f))));
+        v
     }
 
     fn session_ids(&self) -> Result<Vec<String>> {
@@ -303,49 +328,43 @@ impl Store for ClaudeStore {
         if id != self.id {
             anyhow::bail!("{}: no session {id}", self.main.display());
         }
-        parse::load(&self.id, &self.files())
+        let (s, lens) = parse::load(&self.id, &self.files())?;
+        let _ = self.snapshot.set(lens);
+        Ok(s)
     }
 
-    fn describe(&self, session: &Session, edit: &Edit) -> StoredChange {
-        edit::describe(session, edit)
+    fn describe(
+        &self,
+        session: &Session,
+        ix: &crate::model::Lookup<'_>,
+        edit: &Edit,
+    ) -> StoredChange {
+        edit::describe(session, ix, edit)
     }
 
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
         edit::apply(session, edits)
     }
 
-    fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()> {
-        let dir = dest
-            .parent()
-            .ok_or_else(|| anyhow::anyhow!("destination has no parent folder"))?;
+    fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
         let edits: Vec<&Edit> = edits.iter().filter(|e| e.session_id == self.id).collect();
-        let targets: Vec<(PathBuf, PathBuf)> = self
-            .files()
-            .into_iter()
-            .enumerate()
-            .map(|(i, f)| {
-                let t = if i == 0 {
-                    dest.to_path_buf()
-                } else {
-                    dir.join(self.relative(&f))
-                };
-                (f, t)
-            })
-            .collect();
-        // Write every file to a temp name first, then rename: sub-agent files
+        let lens = match self.snapshot.get() {
+            Some(l) => l.clone(),
+            None => self
+                .files()
+                .iter()
+                .map(|f| crate::formats::complete_len(f))
+                .collect::<Result<Vec<_>>>()?,
+        };
+        // Stage every file first, then move them into place: sub-agent files
         // before the main file, which lands last.
-        let mut written = Vec::new();
-        for (src, target) in &targets {
-            written.push((edit::write_file(src, target, &edits)?, target.clone()));
+        let mut staged = Vec::new();
+        for ((src, target), len) in self.files().iter().zip(self.copy_targets(dest)).zip(lens) {
+            staged.push(edit::write_file(src, len, &target, &edits)?);
         }
-        for (tmp, target) in written.into_iter().rev() {
-            tmp.persist(&target).map_err(|e| {
-                anyhow::anyhow!(
-                    "{}: cannot rename into place: {}",
-                    target.display(),
-                    e.error
-                )
-            })?;
+        let mode = crate::formats::copy_mode(&self.main);
+        for st in staged.into_iter().rev() {
+            st.commit(mode, replace)?;
         }
         Ok(())
     }

@@ -361,11 +361,16 @@ pub(super) fn problem_id(path: &Path, line: u64) -> String {
     format!("{}:{line}", file_name(path))
 }
 
-/// Streams one file into `s`. `fi` is the file's index in `s.files`.
-fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Result<()> {
-    let f =
-        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+/// Streams one file into `s` up to its size when opened (the snapshot's
+/// length, returned). `fi` is the file's index in `s.files`.
+fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Result<u64> {
+    let f = crate::fsx::open_regular(path)
+        .with_context(|| format!("{}: cannot open", path.display()))?;
+    let file_len = f
+        .metadata()
+        .with_context(|| format!("{}: cannot read", path.display()))?
+        .len();
+    let mut r = std::io::BufReader::with_capacity(1 << 20, f.take(file_len));
     let mut buf = Vec::new();
     let mut offset = 0u64;
     let mut n = 0u64;
@@ -412,6 +417,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
                     } else {
                         ProblemKind::Unreadable
                     },
+                    file: Some(fi),
                 });
                 continue;
             }
@@ -423,6 +429,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
                 id: Some(problem_id(path, n)),
                 error: "expected a JSON object".into(),
                 kind: ProblemKind::Unreadable,
+                file: Some(fi),
             });
             continue;
         }
@@ -480,22 +487,25 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
             }
         }
     }
-    Ok(())
+    Ok(file_len)
 }
 
-/// Loads session `id` from `files` (main file first, then sub-agent files).
-pub fn load(id: &str, files: &[PathBuf]) -> Result<Session> {
+/// Loads session `id` from `files` (main file first, then sub-agent files);
+/// returns it with the snapshot length of each file (bytes read).
+pub fn load(id: &str, files: &[PathBuf]) -> Result<(Session, Vec<u64>)> {
     let main = files.first().context("no file")?;
     let mut s = Session::new(Agent::ClaudeCode, id, None, main.clone());
     s.parent_links = ParentLinks::Chain;
     s.files = files.to_vec();
     let mut titles = Titles::default();
+    let mut lens = Vec::with_capacity(files.len());
     for (fi, f) in files.iter().enumerate() {
-        read_file(&mut s, fi, f, &mut titles)?;
+        let len = read_file(&mut s, fi, f, &mut titles)?;
+        lens.push(crate::formats::settle_growing_tail(&mut s, f, fi, len));
     }
     s.title = titles.custom.or(titles.ai).or(titles.summary);
     finish(&mut s);
-    Ok(s)
+    Ok((s, lens))
 }
 
 /// Everything that depends on all lines at once; run after loading and

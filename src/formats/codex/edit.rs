@@ -254,7 +254,7 @@ fn edit_line(v: &mut Value, edits: &[&Edit], mode: Mode) -> Result<()> {
                     _ => bail!("message {} has no content to add a note to", e.message_id),
                 }
             }
-            Change::SetParent { .. } => {
+            Change::SetParent { .. } | Change::ClearParent { .. } => {
                 bail!(
                     "Codex rollouts have no parent links (message {})",
                     e.message_id
@@ -442,23 +442,24 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
 
 /// Writes the copy of `src` with `edits` to `dest` (which must not exist):
 /// to a temp file beside it, then renamed into place.
-pub fn write_copy(src: &Path, dest: &Path, edits: &[Edit]) -> Result<()> {
+/// Writes the first `len` bytes of `src` (the snapshot the session was read
+/// from) with `edits` applied to `dest`, staged and moved into place.
+pub fn write_copy(src: &Path, len: u64, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
     let plans = plan_lines(edits)?;
-    let dir = dest.parent().context("destination has no parent folder")?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".session-doctor-")
-        .suffix(".jsonl.tmp")
-        .tempfile_in(dir)
-        .with_context(|| format!("{}: cannot create a temp file", dir.display()))?;
-    let f = std::fs::File::open(src).with_context(|| format!("{}: cannot open", src.display()))?;
-    let mut r = BufReader::with_capacity(1 << 20, f);
+    let (staged, mut file) = crate::fsx::Staged::file(dest)?;
+    let f =
+        crate::fsx::open_regular(src).with_context(|| format!("{}: cannot open", src.display()))?;
+    let mut r = BufReader::with_capacity(1 << 20, f.take(len));
     {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut file);
         let mut buf = Vec::new();
         let mut n = 0u64;
         loop {
             buf.clear();
-            if r.read_until(b'\n', &mut buf)? == 0 {
+            if r.read_until(b'\n', &mut buf)
+                .with_context(|| format!("{}: cannot read after line {n}", src.display()))?
+                == 0
+            {
                 break;
             }
             n += 1;
@@ -472,7 +473,9 @@ pub fn write_copy(src: &Path, dest: &Path, edits: &[Edit]) -> Result<()> {
                     serde_json::to_writer(&mut w, &v)?;
                     w.write_all(b"\n")?;
                 }
-                _ => w.write_all(&buf)?,
+                _ => w
+                    .write_all(&buf)
+                    .with_context(|| format!("{}: cannot write", staged.path().display()))?,
             }
         }
         if let Some((&last, _)) = plans.iter().next_back() {
@@ -483,22 +486,11 @@ pub fn write_copy(src: &Path, dest: &Path, edits: &[Edit]) -> Result<()> {
                 );
             }
         }
-        w.flush()?;
+        w.flush()
+            .with_context(|| format!("{}: cannot write", staged.path().display()))?;
     }
-    let perm = std::fs::metadata(src)?.permissions();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // The copy is for the agent to use: owner-writable even when the original is read-only.
-        let mode = perm.mode() | 0o600;
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))?;
-    }
-    #[cfg(not(unix))]
-    let _ = perm;
-    tmp.as_file().sync_all()?;
-    tmp.persist_noclobber(dest)
-        .map_err(|e| anyhow!("{}: cannot rename into place: {}", dest.display(), e.error))?;
-    Ok(())
+    drop(file);
+    staged.commit(crate::formats::copy_mode(src), replace)
 }
 
 /// The stored field a part lives in, e.g. `payload.content[2]`,
@@ -526,8 +518,8 @@ fn part_field(m: Option<&Message>, part_id: &str, leaf: &str) -> String {
 }
 
 /// How `e` looks in the rollout, for the change list.
-pub fn describe(s: &Session, e: &Edit) -> StoredChange {
-    let m = s.messages.iter().find(|m| m.id == e.message_id);
+pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
+    let m = ix.message(s, &e.message_id);
     let part = e
         .change
         .part_id()
@@ -538,6 +530,7 @@ pub fn describe(s: &Session, e: &Edit) -> StoredChange {
             old.clone().map(Value::String).unwrap_or(Value::Null),
             json!(new),
         ),
+        Change::ClearParent { old } => ("parent".to_string(), json!(old), Value::Null),
         Change::StripMedia {
             part_id,
             placeholder,

@@ -68,13 +68,18 @@ pub mod ids {
     }
 }
 
-/// The Codex format's detection hooks.
+/// The Codex format's detection hooks. Any `.jsonl` is looked at: a rollout
+/// is recognised by its first line, whatever its name.
 pub const FORMAT: super::Format = super::Format {
     name: "Codex rollout-*.jsonl",
-    wants_file: is_rollout,
+    wants_file: is_jsonl,
     open_file,
     open_dir,
 };
+
+fn is_jsonl(p: &Path) -> bool {
+    p.extension().is_some_and(|x| x == "jsonl")
+}
 
 /// `rollout-*.jsonl`: the name Codex gives every rollout.
 pub fn is_rollout(p: &Path) -> bool {
@@ -89,7 +94,7 @@ const SNIFF_BYTES: u64 = 16 << 20;
 /// The first line of `p`, parsed, if it is a JSON object within [`SNIFF_BYTES`].
 fn first_line(p: &Path) -> Result<Option<Value>> {
     use std::io::Read;
-    let f = std::fs::File::open(p).with_context(|| format!("{}: cannot open", p.display()))?;
+    let f = crate::fsx::open_regular(p).with_context(|| format!("{}: cannot open", p.display()))?;
     let mut r = BufReader::new(f.take(SNIFF_BYTES));
     let mut buf = Vec::new();
     r.read_until(b'\n', &mut buf)
@@ -99,20 +104,22 @@ fn first_line(p: &Path) -> Result<Option<Value>> {
         .filter(Value::is_object))
 }
 
-/// Opens a rollout: any `rollout-*.jsonl`, or a `.jsonl` whose first line is
-/// a Codex line. `Ok(None)` for other files.
+/// Opens a rollout: a `.jsonl` whose first line is a Codex line (any name),
+/// or a `rollout-*.jsonl` whose first line is not JSON (a damaged rollout).
+/// `Ok(None)` for other files.
 pub fn open_file(p: &Path) -> Result<Option<Box<dyn Store>>> {
-    if !is_rollout(p) {
-        if p.extension().is_none_or(|x| x != "jsonl") {
-            return Ok(None);
-        }
-        match first_line(p)? {
-            Some(v) if parse::looks_like_codex(&v) => {}
-            _ => return Ok(None),
-        }
+    if !is_jsonl(p) {
+        return Ok(None);
+    }
+    match first_line(p)? {
+        Some(v) if parse::looks_like_codex(&v) => {}
+        Some(_) => return Ok(None),
+        None if is_rollout(p) => {}
+        None => return Ok(None),
     }
     Ok(Some(Box::new(CodexStore {
         path: p.to_path_buf(),
+        snapshot: Default::default(),
     })))
 }
 
@@ -134,17 +141,19 @@ pub fn codex_home() -> Option<PathBuf> {
 }
 
 /// The uuid at the end of a `rollout-<ts>-<uuid>.jsonl` name, else the stem.
+/// Cuts on character boundaries only (names are user data).
 fn id_from_name(p: &Path) -> String {
     let stem = p
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if stem.len() >= 36 {
-        let tail = &stem[stem.len() - 36..];
+    let chars: Vec<char> = stem.chars().collect();
+    if chars.len() >= 36 {
+        let tail: String = chars.iter().skip(chars.len() - 36).collect();
         let uuid = tail.split('-').map(str::len).eq([8, 4, 4, 4, 12])
             && tail.chars().all(|c| c == '-' || c.is_ascii_hexdigit());
         if uuid {
-            return tail.to_string();
+            return tail;
         }
     }
     stem
@@ -153,6 +162,10 @@ fn id_from_name(p: &Path) -> String {
 /// One rollout file, opened read-only.
 pub struct CodexStore {
     path: PathBuf,
+    /// Bytes of the file as read by [`Store::load`] (its size when opened,
+    /// cut to the last complete line when the agent was still appending):
+    /// the copy is written from the same bytes.
+    snapshot: std::sync::OnceLock<u64>,
 }
 
 impl CodexStore {
@@ -178,10 +191,21 @@ impl CodexStore {
         let n = name.to_string_lossy();
         let mut rel = PathBuf::from("sessions");
         let date = n.strip_prefix("rollout-").and_then(|r| r.get(..10));
-        if let Some(d) =
-            date.filter(|d| d.len() == 10 && d.as_bytes()[4] == b'-' && d.as_bytes()[7] == b'-')
-        {
-            rel = rel.join(&d[..4]).join(&d[5..7]).join(&d[8..10]);
+        if let Some(d) = date {
+            if let (Some(y), Some(m), Some(dd), Some("-"), Some("-")) = (
+                d.get(..4),
+                d.get(5..7),
+                d.get(8..10),
+                d.get(4..5),
+                d.get(7..8),
+            ) {
+                if [y, m, dd]
+                    .iter()
+                    .all(|x| x.bytes().all(|b| b.is_ascii_digit()))
+                {
+                    rel = rel.join(y).join(m).join(dd);
+                }
+            }
         }
         let home = self
             .path
@@ -201,14 +225,28 @@ impl Store for CodexStore {
         &self.path
     }
 
-    /// The Codex home (the folder holding `sessions/`): copies never go there.
-    fn root(&self) -> PathBuf {
+    /// The `sessions/` or `archived_sessions/` folder above the file, when
+    /// it sits in a Codex home.
+    fn agent_dirs(&self) -> Vec<PathBuf> {
+        let mut dir = self.path.parent();
+        while let Some(d) = dir {
+            if d.file_name()
+                .is_some_and(|n| n == "sessions" || n == "archived_sessions")
+            {
+                return vec![d.to_path_buf()];
+            }
+            dir = d.parent();
+        }
+        Vec::new()
+    }
+
+    fn copy_base(&self) -> PathBuf {
         self.home_and_rel().0
     }
 
     /// `sessions/YYYY/MM/DD/rollout-….jsonl` (the path below the Codex home).
-    fn copy_name(&self) -> String {
-        self.home_and_rel().1.display().to_string()
+    fn copy_path(&self) -> PathBuf {
+        self.home_and_rel().1
     }
 
     fn session_ids(&self) -> Result<Vec<String>> {
@@ -222,30 +260,41 @@ impl Store for CodexStore {
     }
 
     fn load(&self, id: &str) -> Result<Session> {
-        let f = std::fs::File::open(&self.path)
+        use std::io::Read;
+        let f = crate::fsx::open_regular(&self.path)
             .with_context(|| format!("{}: cannot open", self.path.display()))?;
-        let s = parse::load(
-            BufReader::with_capacity(1 << 20, f),
+        let len = f
+            .metadata()
+            .with_context(|| format!("{}: cannot read", self.path.display()))?
+            .len();
+        let mut s = parse::load(
+            BufReader::with_capacity(1 << 20, f.take(len)),
             &self.path,
             &id_from_name(&self.path),
         )
         .with_context(|| format!("{}: cannot read", self.path.display()))?;
+        let used = crate::formats::settle_growing_tail(&mut s, &self.path, 0, len);
+        let _ = self.snapshot.set(used);
         if s.id != id {
             anyhow::bail!("{}: no session {id}", self.path.display());
         }
         Ok(s)
     }
 
-    fn describe(&self, session: &Session, e: &Edit) -> StoredChange {
-        edit::describe(session, e)
+    fn describe(&self, session: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
+        edit::describe(session, ix, e)
     }
 
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
         edit::apply(session, edits)
     }
 
-    fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()> {
-        edit::write_copy(&self.path, dest, edits)
+    fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
+        let len = match self.snapshot.get() {
+            Some(&n) => n,
+            None => crate::formats::complete_len(&self.path)?,
+        };
+        edit::write_copy(&self.path, len, dest, edits, replace)
     }
 
     /// Codex reads the whole rollout on resume: a compact copy always keeps
@@ -311,25 +360,40 @@ mod tests {
             path: PathBuf::from(
                 "/h/.codex/sessions/2026/11/22/rollout-2026-11-22T12-07-50-x.jsonl",
             ),
+            snapshot: Default::default(),
         };
-        assert_eq!(s.root(), PathBuf::from("/h/.codex"));
+        assert_eq!(s.copy_base(), PathBuf::from("/h/.codex"));
+        assert_eq!(s.agent_dirs(), vec![PathBuf::from("/h/.codex/sessions")]);
         assert_eq!(
-            s.copy_name(),
-            "sessions/2026/11/22/rollout-2026-11-22T12-07-50-x.jsonl"
+            s.copy_path(),
+            PathBuf::from("sessions/2026/11/22/rollout-2026-11-22T12-07-50-x.jsonl")
         );
         let s = CodexStore {
             path: PathBuf::from("/tmp/rollout-2026-02-23T12-54-34-y.jsonl"),
+            snapshot: Default::default(),
         };
-        assert_eq!(s.root(), PathBuf::from("/tmp"));
+        assert_eq!(s.copy_base(), PathBuf::from("/tmp"));
+        assert!(s.agent_dirs().is_empty());
         assert_eq!(
-            s.copy_name(),
-            "sessions/2026/02/23/rollout-2026-02-23T12-54-34-y.jsonl"
+            s.copy_path(),
+            PathBuf::from("sessions/2026/02/23/rollout-2026-02-23T12-54-34-y.jsonl")
         );
         assert_eq!(
             id_from_name(Path::new(
                 "rollout-2026-11-22T12-07-50-01a20327-d155-7513-b850-ad26df82d9ed.jsonl"
             )),
             "01a20327-d155-7513-b850-ad26df82d9ed"
+        );
+    }
+
+    /// Issue 7 item 2: a name whose last 36 bytes start inside a multi-byte
+    /// character must not panic.
+    #[test]
+    fn issue7_multibyte_rollout_name_does_not_panic() {
+        let name = format!("rollout-{}a.jsonl", "é".repeat(40));
+        assert_eq!(
+            id_from_name(Path::new(&name)),
+            name.trim_end_matches(".jsonl")
         );
     }
 }

@@ -867,6 +867,7 @@ pub fn load(r: impl BufRead, path: &Path, id: &str) -> std::io::Result<Session> 
                     } else {
                         ProblemKind::Unreadable
                     },
+                    file: Some(0),
                 });
             }
         }

@@ -52,8 +52,14 @@ pub fn note_part(layout: Layout, session_id: &str, message_id: &str, text: &str)
 
 /// Applies a message-level change to a stored message info.
 pub fn edit_message(info: &mut Value, change: &Change) {
-    if let (Change::SetParent { new, .. }, Some(o)) = (change, info.as_object_mut()) {
-        o.insert(PARENT_FIELD.to_string(), Value::String(new.clone()));
+    match (change, info.as_object_mut()) {
+        (Change::SetParent { new, .. }, Some(o)) => {
+            o.insert(PARENT_FIELD.to_string(), Value::String(new.clone()));
+        }
+        (Change::ClearParent { .. }, Some(o)) => {
+            o.remove(PARENT_FIELD);
+        }
+        _ => {}
     }
 }
 
@@ -149,7 +155,7 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout) -> Result<Session> {
             .ok_or_else(|| anyhow!("message {} not in session {}", e.message_id, s.id))?;
         let m = &mut out.messages[mi];
         match &e.change {
-            Change::SetParent { .. } => {
+            Change::SetParent { .. } | Change::ClearParent { .. } => {
                 let mut raw = m.raw.clone();
                 edit_message(&mut raw, &e.change);
                 let bytes = layout.serialize(&raw).len() as u64;
@@ -199,19 +205,15 @@ fn chars_of(v: Option<&Value>) -> usize {
 }
 
 /// How `edit` looks in storage, for the change list.
-pub fn describe(s: &Session, edit: &Edit) -> StoredChange {
-    let part = edit.change.part_id().and_then(|pid| {
-        s.messages
-            .iter()
-            .flat_map(|m| &m.parts)
-            .find(|p| p.id == pid)
-    });
+pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
+    let part = edit.change.part_id().and_then(|pid| ix.part(s, pid));
     let (field, old, new) = match &edit.change {
         Change::SetParent { old, new } => (
             PARENT_FIELD.to_string(),
             old.clone().map(Value::String).unwrap_or(Value::Null),
             json!(new),
         ),
+        Change::ClearParent { old } => (PARENT_FIELD.to_string(), json!(old), Value::Null),
         Change::StripMedia { placeholder, .. } => {
             let (field, what) = match part.map(|p| p.kind_name.as_str()) {
                 Some("file") => ("url", "file part"),
@@ -250,7 +252,7 @@ pub fn describe(s: &Session, edit: &Edit) -> StoredChange {
             )
         }
         Change::DropMessage => {
-            let m = s.messages.iter().find(|m| m.id == edit.message_id);
+            let m = ix.message(s, &edit.message_id);
             (
                 "message".to_string(),
                 json!(m

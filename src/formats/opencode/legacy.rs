@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 pub struct LegacyStore {
     path: PathBuf,
+    /// Session id -> its session file, built on first use.
+    sessions: std::sync::OnceLock<std::collections::HashMap<String, PathBuf>>,
 }
 
 /// `Ok(Some)` when `p` is a `storage/` dir with `session/` and `message/` in it.
@@ -20,6 +22,7 @@ pub fn open(p: &Path) -> Result<Option<Box<dyn Store>>> {
     if p.join("session").is_dir() && p.join("message").is_dir() {
         return Ok(Some(Box::new(LegacyStore {
             path: p.to_path_buf(),
+            sessions: Default::default(),
         })));
     }
     Ok(None)
@@ -44,8 +47,12 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Reads one JSON file: a regular file of at most
+/// [`crate::fsx::MAX_JSON_DOC_BYTES`] (a FIFO, a device or a bigger file is
+/// refused with what it is).
 fn read_json(p: &Path) -> std::result::Result<(Value, u64), String> {
-    let bytes = std::fs::read(p).map_err(|e| format!("cannot read: {e}"))?;
+    let bytes =
+        crate::fsx::read_capped(p, crate::fsx::MAX_JSON_DOC_BYTES).map_err(|e| e.to_string())?;
     let v = serde_json::from_slice(&bytes).map_err(|e| format!("invalid JSON: {e}"))?;
     Ok((v, bytes.len() as u64))
 }
@@ -85,7 +92,7 @@ impl LegacyStore {
                 .with_context(|| format!("{}: cannot write", path.display()))
         };
         match &e.change {
-            Change::SetParent { .. } => {
+            Change::SetParent { .. } | Change::ClearParent { .. } => {
                 let (mut v, _) =
                     read_json(&msg_file).map_err(|err| anyhow!("{}: {err}", msg_file.display()))?;
                 edit::edit_message(&mut v, &e.change);
@@ -126,8 +133,8 @@ impl Store for LegacyStore {
         &self.path
     }
 
-    fn copy_name(&self) -> String {
-        "storage".into()
+    fn copy_path(&self) -> PathBuf {
+        PathBuf::from("storage")
     }
 
     fn session_ids(&self) -> Result<Vec<String>> {
@@ -147,10 +154,16 @@ impl Store for LegacyStore {
     }
 
     fn load(&self, id: &str) -> Result<Session> {
-        let sfile = self
-            .session_files()
-            .into_iter()
-            .find(|f| stem(f) == id)
+        let index = self.sessions.get_or_init(|| {
+            let mut m = std::collections::HashMap::new();
+            for f in self.session_files() {
+                m.entry(stem(&f)).or_insert(f);
+            }
+            m
+        });
+        let sfile = index
+            .get(id)
+            .cloned()
             .ok_or_else(|| anyhow!("{}: no session {id}", self.path.display()))?;
         let mut problems = Vec::new();
         let title = match read_json(&sfile) {
@@ -161,6 +174,7 @@ impl Store for LegacyStore {
                     id: Some(id.to_string()),
                     error,
                     kind: ProblemKind::Unreadable,
+                    file: None,
                 });
                 None
             }
@@ -177,6 +191,7 @@ impl Store for LegacyStore {
                     id: Some(mid.clone()),
                     error,
                     kind: ProblemKind::Unreadable,
+                    file: None,
                 }),
             }
             for pf in json_files(&self.path.join("part").join(&mid)) {
@@ -188,6 +203,7 @@ impl Store for LegacyStore {
                         id: Some(pid),
                         error,
                         kind: ProblemKind::Unreadable,
+                        file: None,
                     }),
                 }
             }
@@ -196,43 +212,59 @@ impl Store for LegacyStore {
         Ok(session)
     }
 
-    fn describe(&self, session: &Session, edit: &Edit) -> StoredChange {
-        edit::describe(session, edit)
+    fn describe(
+        &self,
+        session: &Session,
+        ix: &crate::model::Lookup<'_>,
+        edit: &Edit,
+    ) -> StoredChange {
+        edit::describe(session, ix, edit)
     }
 
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
         edit::apply(session, edits, Layout::Legacy)
     }
 
-    fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()> {
-        let dir = dest.parent().context("destination has no parent folder")?;
-        let tmp = tempfile::Builder::new()
-            .prefix(".session-doctor-storage-")
-            .tempdir_in(dir)
-            .with_context(|| format!("{}: cannot create a temp dir", dir.display()))?;
-        for entry in walkdir::WalkDir::new(&self.path) {
-            let entry = entry?;
+    fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
+        let staged = crate::fsx::Staged::dir(dest)?;
+        let root = staged.path().to_path_buf();
+        for entry in walkdir::WalkDir::new(&self.path).sort_by_file_name() {
+            let entry = entry.with_context(|| format!("{}: cannot walk", self.path.display()))?;
             let rel = entry.path().strip_prefix(&self.path)?;
-            let target = tmp.path().join(rel);
-            if entry.file_type().is_dir() {
-                std::fs::create_dir_all(&target)?;
-            } else if entry.file_type().is_file() {
-                std::fs::copy(entry.path(), &target)
-                    .with_context(|| format!("{}: cannot copy", entry.path().display()))?;
-                // The copy is for the agent to use: writable even when the original is read-only.
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::PermissionsExt;
-                    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).ok();
-                }
+            let target = root.join(rel);
+            let ft = entry.file_type();
+            if ft.is_dir() {
+                std::fs::create_dir_all(&target)
+                    .with_context(|| format!("{}: cannot create", target.display()))?;
+                continue;
+            }
+            // Regular files (also through a symbolic link) are copied; a FIFO
+            // or device is not (the load reported it as unreadable).
+            if crate::fsx::ensure_regular(entry.path()).is_err() {
+                continue;
+            }
+            let mut src = crate::fsx::open_regular(entry.path())
+                .with_context(|| format!("{}: cannot open", entry.path().display()))?;
+            let mut out = std::fs::File::create(&target).with_context(|| {
+                format!("{}: cannot write (is the disk full?)", target.display())
+            })?;
+            std::io::copy(&mut src, &mut out).with_context(|| {
+                format!(
+                    "{}: cannot copy to {}",
+                    entry.path().display(),
+                    target.display()
+                )
+            })?;
+            // The copy is for the agent to use: writable even when the original is read-only.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).ok();
             }
         }
         for e in edits {
-            self.apply_in_tree(tmp.path(), e)?;
+            self.apply_in_tree(&root, e)?;
         }
-        let tmp = tmp.keep();
-        std::fs::rename(&tmp, dest)
-            .with_context(|| format!("{}: cannot rename into place", dest.display()))?;
-        Ok(())
+        staged.commit(0o755, replace)
     }
 }

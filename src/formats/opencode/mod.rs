@@ -274,6 +274,13 @@ fn assemble(session: &mut Session, mut parts: Vec<Part>) {
         .sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
     parts.sort_by(|a, b| a.id.cmp(&b.id));
     let mut seen_parts = std::collections::HashSet::new();
+    let index: std::collections::HashMap<String, usize> = session
+        .messages
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, m)| (m.id.clone(), i))
+        .collect();
     for p in parts {
         if !seen_parts.insert(p.id.clone()) {
             session.duplicate_ids.push(DuplicateId {
@@ -282,8 +289,8 @@ fn assemble(session: &mut Session, mut parts: Vec<Part>) {
                 same_content: false,
             });
         }
-        match session.messages.iter_mut().find(|m| m.id == p.message_id) {
-            Some(m) => m.parts.push(p),
+        match index.get(&p.message_id) {
+            Some(&i) => session.messages[i].parts.push(p),
             None => session.orphan_parts.push(p),
         }
     }

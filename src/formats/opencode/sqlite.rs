@@ -4,50 +4,28 @@
 
 use super::edit::{self, Layout};
 use super::{assemble, parse_message, parse_part};
+use crate::formats::sqlite::Snapshot;
 use crate::formats::{Change, Edit, Store, StoredChange};
 use crate::model::{Agent, LoadProblem, ProblemKind, Session};
 use anyhow::{anyhow, bail, Context, Result};
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// A SQLite store opened read-only (see [`open_readonly`]).
+/// A SQLite store, read through a [`Snapshot`] (never written).
 pub struct SqliteStore {
     path: PathBuf,
     agent: Agent,
-    /// Private copy of a db that had a `-wal` beside it; the dir lives as long as the store.
-    _private: Option<tempfile::TempDir>,
-    read_path: PathBuf,
+    snap: Snapshot,
 }
-
-const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// Opens `p` as an opencode/Kilo database. `Ok(None)` when it is SQLite but
 /// has no `session`/`message`/`part` tables; an error when it is not SQLite
 /// at all or cannot be read.
 pub fn open(p: &Path) -> Result<Option<Box<dyn Store>>> {
-    let mut header = [0u8; 16];
-    {
-        use std::io::Read;
-        let mut f =
-            std::fs::File::open(p).with_context(|| format!("{}: cannot open", p.display()))?;
-        let n = f
-            .read(&mut header)
-            .with_context(|| format!("{}: cannot read", p.display()))?;
-        if n < 16 || &header != SQLITE_MAGIC {
-            bail!(
-                "{}: not a SQLite database (expected the header \"SQLite format 3\"; the file starts differently)",
-                p.display()
-            );
-        }
-    }
-    let (private, read_path) = private_copy_if_wal(p)?;
-    let conn = connect(&read_path, private.is_some())?;
-    let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type='table'")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()
-        .with_context(|| format!("{}: cannot read the schema", p.display()))?;
+    let snap = Snapshot::open(p)?;
+    let conn = snap.connect()?;
+    let tables = crate::formats::sqlite::tables(&conn, p)?;
     let has = |t: &str| tables.iter().any(|x| x == t);
     if !(has("session") && has("message") && has("part")) {
         return Ok(None);
@@ -61,84 +39,59 @@ pub fn open(p: &Path) -> Result<Option<Box<dyn Store>>> {
     Ok(Some(Box::new(SqliteStore {
         path: p.to_path_buf(),
         agent,
-        _private: private,
-        read_path,
+        snap,
     })))
-}
-
-use crate::formats::sidecar as side;
-
-/// When a `-wal` sits beside `p`, copies the db with its `-wal` and `-shm` into
-/// a private temp dir and returns that copy; otherwise returns `p` itself.
-/// Opening a WAL db in place, even read-only, would create side files
-/// (shared/README.md, "SQLite side files").
-fn private_copy_if_wal(p: &Path) -> Result<(Option<tempfile::TempDir>, PathBuf)> {
-    let wal = side(p, "-wal");
-    if !wal.exists() {
-        return Ok((None, p.to_path_buf()));
-    }
-    let dir = tempfile::Builder::new()
-        .prefix("session-doctor-")
-        .tempdir()
-        .context("cannot create a private temp dir")?;
-    let copy = dir.path().join("store.db");
-    std::fs::copy(p, &copy).with_context(|| format!("{}: cannot copy", p.display()))?;
-    std::fs::copy(&wal, side(&copy, "-wal"))
-        .with_context(|| format!("{}: cannot copy", wal.display()))?;
-    let shm = side(p, "-shm");
-    if shm.exists() {
-        std::fs::copy(&shm, side(&copy, "-shm"))
-            .with_context(|| format!("{}: cannot copy", shm.display()))?;
-    }
-    Ok((Some(dir), copy))
-}
-
-/// Percent-encodes a path for a SQLite `file:` URI.
-fn uri_path(p: &Path) -> String {
-    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut out = String::new();
-    for c in abs.to_string_lossy().chars() {
-        match c {
-            '%' | '?' | '#' | ' ' => out.push_str(&format!("%{:02X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Opens `read_path` without writing anything: a private copy is opened
-/// read-only (its side files live in the private dir); an original without
-/// `-wal` is opened `mode=ro&immutable=1`.
-fn connect(read_path: &Path, private: bool) -> Result<Connection> {
-    let uri = if private {
-        format!("file:{}?mode=ro", uri_path(read_path))
-    } else {
-        format!("file:{}?mode=ro&immutable=1", uri_path(read_path))
-    };
-    Connection::open_with_flags(
-        &uri,
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .with_context(|| format!("{}: cannot open as SQLite", read_path.display()))
 }
 
 impl SqliteStore {
     fn conn(&self) -> Result<Connection> {
-        connect(&self.read_path, self._private.is_some())
-            .with_context(|| self.path.display().to_string())
+        self.snap.connect()
     }
 
     fn loc(&self, table: &str, id: &str) -> String {
         format!("{}: {table} row {id}", self.path.display())
     }
+
+    /// Runs `sql` on table `table`, naming the file and table in errors.
+    fn prepare<'c>(
+        &self,
+        conn: &'c Connection,
+        table: &str,
+        sql: &str,
+    ) -> Result<rusqlite::Statement<'c>> {
+        conn.prepare(sql).map_err(|e| {
+            anyhow!(
+                "{}: cannot read table {table} (expected opencode's columns): {e}",
+                self.path.display()
+            )
+        })
+    }
 }
 
+/// A text column of a row: the id columns must be text.
+fn id_of(r: &rusqlite::Row<'_>, idx: usize, what: &str) -> std::result::Result<String, String> {
+    match r.get_ref(idx) {
+        Ok(rusqlite::types::ValueRef::Text(b)) => {
+            String::from_utf8(b.to_vec()).map_err(|_| format!("`{what}` is not UTF-8 text"))
+        }
+        Ok(rusqlite::types::ValueRef::Null) => Err(format!("`{what}` is NULL, expected text")),
+        Ok(_) => Err(format!("`{what}` is not text")),
+        Err(e) => Err(format!("`{what}`: {e}")),
+    }
+}
+
+/// The JSON text of a `data` column, with its stored size in bytes; a value
+/// over [`crate::fsx::MAX_JSON_DOC_BYTES`] is refused with its size.
 fn text_of(v: rusqlite::types::ValueRef<'_>) -> std::result::Result<(String, u64), String> {
     match v {
         rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => {
             let n = b.len() as u64;
+            if n > crate::fsx::MAX_JSON_DOC_BYTES {
+                return Err(format!(
+                    "`data` holds {n} bytes, more than the {} MiB a JSON document may have",
+                    crate::fsx::MAX_JSON_DOC_BYTES >> 20
+                ));
+            }
             String::from_utf8(b.to_vec())
                 .map(|s| (s, n))
                 .map_err(|e| format!("`data` is not UTF-8 text: {e}"))
@@ -157,45 +110,106 @@ impl Store for SqliteStore {
         &self.path
     }
 
-    fn copy_name(&self) -> String {
+    fn side_files(&self) -> Vec<PathBuf> {
+        crate::formats::sqlite::SIDE_SUFFIXES
+            .iter()
+            .map(|s| crate::formats::sqlite::side(&self.path, s))
+            .collect()
+    }
+
+    /// The data dir (`.../opencode/`, `.../kilo/`) when the db sits in one.
+    fn agent_dirs(&self) -> Vec<PathBuf> {
+        let dir = self.path.parent().filter(|d| {
+            d.file_name()
+                .is_some_and(|n| n == "opencode" || n == "kilo")
+        });
+        dir.map(|d| vec![d.to_path_buf()]).unwrap_or_default()
+    }
+
+    fn copy_path(&self) -> PathBuf {
         self.path
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "opencode.db".into())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("opencode.db"))
     }
 
     fn session_ids(&self) -> Result<Vec<String>> {
         let conn = self.conn()?;
-        let mut st = conn
-            .prepare("SELECT id FROM session ORDER BY time_created, id")
-            .with_context(|| format!("{}: cannot read table session", self.path.display()))?;
-        let ids = st
-            .query_map([], |r| r.get::<_, String>(0))?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .with_context(|| format!("{}: cannot read table session", self.path.display()))?;
+        let mut st = self.prepare(
+            &conn,
+            "session",
+            "SELECT rowid, id FROM session ORDER BY time_created, id",
+        )?;
+        let mut rows = st
+            .query([])
+            .map_err(|e| anyhow!("{}: cannot read table session: {e}", self.path.display()))?;
+        let mut ids = Vec::new();
+        loop {
+            let r = match rows.next() {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) => bail!("{}: cannot read table session: {e}", self.path.display()),
+            };
+            let rowid: i64 = r.get(0).unwrap_or(-1);
+            match id_of(r, 1, "id") {
+                Ok(id) => ids.push(id),
+                Err(e) => bail!(
+                    "{}: session row with rowid {rowid}: {e}",
+                    self.path.display()
+                ),
+            }
+        }
         Ok(ids)
     }
 
     fn load(&self, id: &str) -> Result<Session> {
         let conn = self.conn()?;
+        let fail = |table: &str, e: rusqlite::Error| {
+            anyhow!(
+                "{}: session {id}: cannot read table {table}: {e}",
+                self.path.display()
+            )
+        };
+        // One read transaction: messages and parts come from the same state.
+        conn.execute_batch("BEGIN")
+            .map_err(|e| fail("session", e))?;
         let title: Option<String> = conn
             .query_row("SELECT title FROM session WHERE id = ?1", [id], |r| {
-                r.get(0)
+                r.get::<_, Option<String>>(0)
             })
-            .map_err(|e| anyhow!("{}: session {id}: {e}", self.path.display()))?;
+            .map_err(|e| fail("session", e))?;
         let mut session = Session::new(self.agent, id, title, self.path.clone());
-        let mut st = conn.prepare(
-            "SELECT id, time_created, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
+        let mut st = self.prepare(
+            &conn,
+            "message",
+            "SELECT rowid, id, time_created, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
         )?;
-        let mut rows = st.query([id])?;
-        while let Some(r) = rows.next()? {
-            let mid: String = r.get(0)?;
-            let tc: Option<i64> = r.get(1).ok();
-            let parsed = text_of(r.get_ref(2)?).and_then(|(text, n)| {
-                let v: Value = serde_json::from_str(&text)
-                    .map_err(|e| format!("invalid JSON in `data`: {e}"))?;
-                parse_message(&mid, v, n, tc)
-            });
+        let mut rows = st.query([id]).map_err(|e| fail("message", e))?;
+        while let Some(r) = rows.next().map_err(|e| fail("message", e))? {
+            let rowid: i64 = r.get(0).unwrap_or(-1);
+            let mid = match id_of(r, 1, "id") {
+                Ok(m) => m,
+                Err(error) => {
+                    session.problems.push(LoadProblem {
+                        location: self.loc("message", &format!("with rowid {rowid}")),
+                        id: None,
+                        error,
+                        kind: ProblemKind::Unreadable,
+                        file: None,
+                    });
+                    continue;
+                }
+            };
+            let tc: Option<i64> = r.get(2).ok();
+            let parsed = r
+                .get_ref(3)
+                .map_err(|e| e.to_string())
+                .and_then(text_of)
+                .and_then(|(text, n)| {
+                    let v: Value = serde_json::from_str(&text)
+                        .map_err(|e| format!("invalid JSON in `data`: {e}"))?;
+                    parse_message(&mid, v, n, tc)
+                });
             match parsed {
                 Ok(m) => session.messages.push(m),
                 Err(error) => session.problems.push(LoadProblem {
@@ -203,21 +217,43 @@ impl Store for SqliteStore {
                     id: Some(mid),
                     error,
                     kind: ProblemKind::Unreadable,
+                    file: None,
                 }),
             }
         }
-        let mut st = conn
-            .prepare("SELECT id, message_id, data FROM part WHERE session_id = ?1 ORDER BY id")?;
-        let mut rows = st.query([id])?;
+        drop(rows);
+        let mut st = self.prepare(
+            &conn,
+            "part",
+            "SELECT rowid, id, message_id, data FROM part WHERE session_id = ?1 ORDER BY id",
+        )?;
+        let mut rows = st.query([id]).map_err(|e| fail("part", e))?;
         let mut parts = Vec::new();
-        while let Some(r) = rows.next()? {
-            let pid: String = r.get(0)?;
-            let mid: String = r.get(1)?;
-            let parsed = text_of(r.get_ref(2)?).and_then(|(text, n)| {
-                let v: Value = serde_json::from_str(&text)
-                    .map_err(|e| format!("invalid JSON in `data`: {e}"))?;
-                parse_part(&pid, &mid, v, n)
-            });
+        while let Some(r) = rows.next().map_err(|e| fail("part", e))? {
+            let rowid: i64 = r.get(0).unwrap_or(-1);
+            let ids = id_of(r, 1, "id").and_then(|p| Ok((p, id_of(r, 2, "message_id")?)));
+            let (pid, mid) = match ids {
+                Ok(x) => x,
+                Err(error) => {
+                    session.problems.push(LoadProblem {
+                        location: self.loc("part", &format!("with rowid {rowid}")),
+                        id: None,
+                        error,
+                        kind: ProblemKind::Unreadable,
+                        file: None,
+                    });
+                    continue;
+                }
+            };
+            let parsed = r
+                .get_ref(3)
+                .map_err(|e| e.to_string())
+                .and_then(text_of)
+                .and_then(|(text, n)| {
+                    let v: Value = serde_json::from_str(&text)
+                        .map_err(|e| format!("invalid JSON in `data`: {e}"))?;
+                    parse_part(&pid, &mid, v, n)
+                });
             match parsed {
                 Ok(p) => parts.push(p),
                 Err(error) => session.problems.push(LoadProblem {
@@ -225,58 +261,36 @@ impl Store for SqliteStore {
                     id: Some(pid),
                     error,
                     kind: ProblemKind::Unreadable,
+                    file: None,
                 }),
             }
         }
+        drop(rows);
+        let _ = conn.execute_batch("COMMIT");
         assemble(&mut session, parts);
         Ok(session)
     }
 
-    fn describe(&self, session: &Session, edit: &Edit) -> StoredChange {
-        edit::describe(session, edit)
+    fn describe(
+        &self,
+        session: &Session,
+        ix: &crate::model::Lookup<'_>,
+        edit: &Edit,
+    ) -> StoredChange {
+        edit::describe(session, ix, edit)
     }
 
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
         edit::apply(session, edits, Layout::Sqlite)
     }
 
-    fn write_copy(&self, dest: &Path, edits: &[Edit]) -> Result<()> {
-        let dir = dest.parent().context("destination has no parent folder")?;
-        let tmp = tempfile::Builder::new()
-            .prefix(".session-doctor-")
-            .suffix(".db.tmp")
-            .tempfile_in(dir)
-            .with_context(|| format!("{}: cannot create a temp file", dir.display()))?;
-        let tmp_path = tmp.path().to_path_buf();
-        {
-            let src = self.conn()?;
-            let mut dst = Connection::open(&tmp_path)
-                .with_context(|| format!("{}: cannot create", tmp_path.display()))?;
-            {
-                let backup = rusqlite::backup::Backup::new(&src, &mut dst)?;
-                backup
-                    .run_to_completion(256, std::time::Duration::from_millis(0), None)
-                    .with_context(|| format!("{}: backup failed", self.path.display()))?;
-            }
-            let txn = dst.transaction()?;
+    fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
+        self.snap.write_copy(dest, replace, &|txn| {
             for e in edits {
-                apply_in_db(&txn, e)?;
+                apply_in_db(txn, e)?;
             }
-            txn.commit()?;
-            // Leave no `-wal` beside the copy: fold everything into the main file.
-            dst.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-                .ok();
-            dst.close().map_err(|(_, e)| e)?;
-        }
-        // A temp file is created 0600; the agent needs an ordinary writable db.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&tmp_path, std::fs::Permissions::from_mode(0o644)).ok();
-        }
-        tmp.persist(dest)
-            .map_err(|e| anyhow!("{}: cannot rename into place: {}", dest.display(), e.error))?;
-        Ok(())
+            Ok(())
+        })
     }
 }
 
@@ -284,7 +298,7 @@ impl Store for SqliteStore {
 fn apply_in_db(txn: &rusqlite::Transaction<'_>, e: &Edit) -> Result<()> {
     let (sid, mid) = (&e.session_id, &e.message_id);
     match &e.change {
-        Change::SetParent { .. } => {
+        Change::SetParent { .. } | Change::ClearParent { .. } => {
             let data: String = txn
                 .query_row(
                     "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",

@@ -17,7 +17,7 @@ fn completed_summary(m: &Message) -> bool {
 /// `[compaction, summary] + [tail before the compaction] + [after the summary]`.
 pub fn visible_view(messages: &[Message]) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
-    let mut done: Vec<&str> = Vec::new();
+    let mut done: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut tail: Option<&str> = None;
     for (i, m) in messages.iter().enumerate().rev() {
         out.push(i);
@@ -27,7 +27,7 @@ pub fn visible_view(messages: &[Message]) -> Vec<usize> {
             }
             continue;
         }
-        if m.role == Role::User && done.contains(&m.id.as_str()) {
+        if m.role == Role::User && done.contains(m.id.as_str()) {
             let Some(c) = m.compaction() else { continue };
             match c.tail_start_id.as_deref() {
                 None => break,
@@ -40,7 +40,7 @@ pub fn visible_view(messages: &[Message]) -> Vec<usize> {
         }
         if completed_summary(m) {
             if let Some(p) = m.parent_id.as_deref() {
-                done.push(p);
+                done.insert(p);
             }
         }
     }

@@ -1,8 +1,11 @@
 //! The commands: parse, load, diagnose, treat, report.
 
+pub mod out;
+
 use crate::cli::{Cli, Command, Common};
 use crate::diagnose::{diagnose, Finding, SeverityCounts};
-use crate::exit_codes::{code, FINDINGS, HEALTHY};
+use crate::error::{InputError, Problems};
+use crate::exit_codes::{code, ERROR, FINDINGS, HEALTHY};
 use crate::formats::{discover, Store};
 use crate::model::Session;
 use crate::report::*;
@@ -13,9 +16,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Runs one command; returns the exit code (0 healthy, 1 findings at or above
-/// `--fail-on`, 2 when nothing could be read). Per-store and per-row errors
-/// do not stop the run: they are reported and the rest is processed.
+/// `--fail-on`, 2 when any input or output failed). Per-store and per-row
+/// errors do not stop the run: they are reported once, the rest is
+/// processed, and the exit code is 2 at the end.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    crate::fsx::install_signal_cleanup();
     match cli.command {
         Command::List(a) => list(&a.common, a.session.as_deref()),
         Command::Inspect(a) => inspect(&a.common, &a.session, a.top),
@@ -41,7 +46,9 @@ struct Loaded {
 struct Workspace {
     stores: Vec<Box<dyn Store>>,
     sessions: Vec<Loaded>,
-    errors: Vec<String>,
+    problems: Problems,
+    /// The paths that were read (given or default).
+    inputs: Vec<PathBuf>,
 }
 
 fn progress(len: u64) -> ProgressBar {
@@ -62,7 +69,8 @@ fn load(paths: &[PathBuf], only: Option<&str>, budget: &crate::cli::BudgetArgs) 
     let mut ws = Workspace {
         stores: d.stores,
         sessions: Vec::new(),
-        errors: d.errors,
+        problems: d.problems,
+        inputs: paths.to_vec(),
     };
     let pb = progress(ws.stores.len() as u64);
     for (si, store) in ws.stores.iter().enumerate() {
@@ -81,11 +89,11 @@ fn load(paths: &[PathBuf], only: Option<&str>, budget: &crate::cli::BudgetArgs) 
                                 options,
                             });
                         }
-                        Err(e) => ws.errors.push(format!("{e:#}")),
+                        Err(e) => ws.problems.error(InputError::from_anyhow(store.path(), &e)),
                     }
                 }
             }
-            Err(e) => ws.errors.push(format!("{e:#}")),
+            Err(e) => ws.problems.error(InputError::from_anyhow(store.path(), &e)),
         }
         pb.inc(1);
     }
@@ -93,28 +101,41 @@ fn load(paths: &[PathBuf], only: Option<&str>, budget: &crate::cli::BudgetArgs) 
     ws
 }
 
-/// Loads, then fails when nothing at all could be read.
+/// Loads; fails (exit 2) when no path was given and no data dir exists, or
+/// when `--session` names a session no store holds.
 fn load_or_fail(common: &Common, only: Option<&str>) -> Result<Workspace> {
     let paths = common.paths();
     if paths.is_empty() {
         bail!("no PATH given and no data dir found (opencode and Kilo under $XDG_DATA_HOME or $HOME/.local/share; Claude Code projects/ under $CLAUDE_CONFIG_DIR, $HOME/.config/claude or $HOME/.claude; Codex sessions/ and archived_sessions/ under $CODEX_HOME or $HOME/.codex)");
     }
     let ws = load(&paths, only, &common.budget);
-    if ws.stores.is_empty() {
-        for e in &ws.errors {
-            eprintln!("session-doctor: error: {e}");
-        }
-        bail!("nothing could be read");
-    }
-    for e in &ws.errors {
-        eprintln!("session-doctor: warning: {e}");
-    }
     if let Some(id) = only {
         if ws.sessions.is_empty() {
+            report_problems(common.format, &ws.problems);
             bail!("session {id} not found in {}", describe_paths(&paths));
         }
     }
     Ok(ws)
+}
+
+/// Prints errors and warnings once: on stderr for tables (the JSON document
+/// carries them in `errors` and `warnings` instead).
+fn report_problems(format: crate::cli::Format, p: &Problems) {
+    if format != crate::cli::Format::Table {
+        return;
+    }
+    for w in &p.warnings {
+        eprintln!("session-doctor: warning: {w}");
+    }
+    for e in &p.errors {
+        eprintln!("session-doctor: error: {e}");
+    }
+}
+
+/// The exit code: 2 when an input or output failed, else `judged`.
+fn finish(format: crate::cli::Format, p: &Problems, judged: u8) -> ExitCode {
+    report_problems(format, p);
+    code(if p.errors.is_empty() { judged } else { ERROR })
 }
 
 fn describe_paths(paths: &[PathBuf]) -> String {
@@ -157,8 +178,8 @@ fn list(common: &Common, only: Option<&str>) -> Result<ExitCode> {
             }
         })
         .collect();
-    emit(exporter(common.format).list(&rows, &ws.errors))?;
-    Ok(code(HEALTHY))
+    emit(exporter(common.format).list(&rows, &ws.problems))?;
+    Ok(finish(common.format, &ws.problems, HEALTHY))
 }
 
 fn part_row(p: &crate::model::Part) -> PartRow {
@@ -179,7 +200,7 @@ fn part_row(p: &crate::model::Part) -> PartRow {
     }
 }
 
-fn flags(s: &Session, i: usize) -> Vec<&'static str> {
+fn flags(s: &Session, visible: &[bool], i: usize) -> Vec<&'static str> {
     let m = &s.messages[i];
     let mut f = Vec::new();
     if m.compaction().is_some() {
@@ -197,7 +218,7 @@ fn flags(s: &Session, i: usize) -> Vec<&'static str> {
     if m.sidechain {
         f.push("sidechain");
     }
-    f.push(if s.is_visible(i) { "visible" } else { "hidden" });
+    f.push(if visible[i] { "visible" } else { "hidden" });
     f
 }
 
@@ -208,6 +229,7 @@ fn inspect(common: &Common, id: &str, top: Option<usize>) -> Result<ExitCode> {
         .iter()
         .map(|l| {
             let s = &l.session;
+            let visible = s.visible_mask();
             let messages = s
                 .messages
                 .iter()
@@ -225,7 +247,7 @@ fn inspect(common: &Common, id: &str, top: Option<usize>) -> Result<ExitCode> {
                     tokens_estimated: m.tokens_estimated(),
                     tokens_reported: m.usage,
                     parts: m.parts.iter().map(part_row).collect(),
-                    flags: flags(s, i),
+                    flags: flags(s, &visible, i),
                 })
                 .collect();
             let top_parts = top.map(|n| {
@@ -244,8 +266,8 @@ fn inspect(common: &Common, id: &str, top: Option<usize>) -> Result<ExitCode> {
             }
         })
         .collect();
-    emit(exporter(common.format).inspect(&sessions, &ws.errors))?;
-    Ok(code(HEALTHY))
+    emit(exporter(common.format).inspect(&sessions, &ws.problems))?;
+    Ok(finish(common.format, &ws.problems, HEALTHY))
 }
 
 fn check(a: &crate::cli::CheckArgs) -> Result<ExitCode> {
@@ -270,32 +292,12 @@ fn check(a: &crate::cli::CheckArgs) -> Result<ExitCode> {
             }
         })
         .collect();
-    emit(exporter(a.common.format).check(&sessions, &ws.errors))?;
-    Ok(code(if failed { FINDINGS } else { HEALTHY }))
-}
-
-/// Absolute form of `p` with symlinks of its existing ancestors resolved, so
-/// "is DIR inside the source" cannot be fooled by `..` or links.
-fn resolved(p: &Path) -> PathBuf {
-    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut existing = abs.as_path();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(c) = existing.canonicalize() {
-            let mut out = c;
-            for r in rest.iter().rev() {
-                out.push(r);
-            }
-            return out;
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                existing = parent;
-            }
-            _ => return abs,
-        }
-    }
+    emit(exporter(a.common.format).check(&sessions, &ws.problems))?;
+    Ok(finish(
+        a.common.format,
+        &ws.problems,
+        if failed { FINDINGS } else { HEALTHY },
+    ))
 }
 
 /// Deepest folder that holds every path in `dirs`.
@@ -315,117 +317,235 @@ fn common_ancestor(dirs: &[PathBuf]) -> PathBuf {
     acc
 }
 
-use crate::formats::sidecar as side;
-
-/// Writes a copy of `store` with `edits` to `dest` (which `--force` allowed to
-/// replace): removes an old copy and its side files, then lets the format
-/// write to a temp name and rename.
-fn write_copy(store: &dyn Store, dest: &Path, edits: &[crate::formats::Edit]) -> Result<()> {
-    let parent = dest.parent().expect("dest is under --out");
-    std::fs::create_dir_all(parent)
-        .with_context(|| format!("{}: cannot create", parent.display()))?;
-    if dest.exists() {
-        if dest.is_dir() {
-            std::fs::remove_dir_all(dest)
-        } else {
-            std::fs::remove_file(dest)
-        }
-        .with_context(|| format!("{}: cannot replace", dest.display()))?;
-    }
-    for sfx in ["-wal", "-shm"] {
-        let sf = side(dest, sfx);
-        if sf.exists() {
-            std::fs::remove_file(&sf)
-                .with_context(|| format!("{}: cannot remove", sf.display()))?;
-        }
-    }
-    store.write_copy(dest, edits).with_context(|| {
-        format!(
-            "{}: cannot write the copy {}",
-            store.path().display(),
-            dest.display()
-        )
-    })
+/// One store copy to write.
+struct CopyPlan {
+    store: usize,
+    dest: PathBuf,
+    edits: Vec<crate::formats::Edit>,
 }
 
-/// Refuses `out` when it is, or is inside, the folder of a source.
-fn refuse_inside_source(out: &Path, shown: &Path, stores: &[&dyn Store]) -> Result<PathBuf> {
-    let out_dir = resolved(out);
-    for s in stores {
-        if out_dir.starts_with(resolved(&s.root())) {
-            bail!(
-                "refusing --out {}: it is inside the folder of the source {} (copies never go beside originals)",
-                shown.display(),
-                s.path().display()
-            );
+/// Where each store's copy goes under `out_dir`: `copy_path` for one store;
+/// for several, each under its copy base's place relative to the bases'
+/// common folder. Every path a copy writes is checked by `guard` first: any
+/// collision with a source refuses the whole run before anything is written.
+fn place_copies(
+    ws: &Workspace,
+    selected: &[usize],
+    out_dir: &Path,
+    guard: &out::Guard,
+) -> Result<Vec<(usize, PathBuf, PathBuf)>> {
+    let bases: Vec<PathBuf> = selected
+        .iter()
+        .map(|&i| out::resolved(&ws.stores[i].copy_base()))
+        .collect();
+    let common = common_ancestor(&bases);
+    let mut placed: Vec<(usize, PathBuf, PathBuf)> = Vec::new();
+    let mut taken: std::collections::HashMap<PathBuf, PathBuf> = Default::default();
+    for (k, &i) in selected.iter().enumerate() {
+        let store = &ws.stores[i];
+        let rel = if selected.len() == 1 {
+            store.copy_path()
+        } else {
+            bases[k]
+                .strip_prefix(&common)
+                .unwrap_or(Path::new(""))
+                .join(store.copy_path())
+        };
+        let dest = out_dir.join(&rel);
+        for t in store.copy_targets(&dest) {
+            guard.check_dest(&t)?;
+            if let Some(other) = taken.get(&t) {
+                bail!(
+                    "the copies of {} and {} would both be written to {}",
+                    other.display(),
+                    store.path().display(),
+                    t.display()
+                );
+            }
+            taken.insert(t, store.path().to_path_buf());
+        }
+        placed.push((i, rel, dest));
+    }
+    Ok(placed)
+}
+
+/// Writes the planned copies under the output folder's lock: a destination
+/// that exists is replaced only with `force` and only when the folder's
+/// manifest says this tool wrote it. A failed copy is reported and the other
+/// stores are still written. Returns one row per copy.
+fn write_copies(
+    ws: &Workspace,
+    out_dir: &Path,
+    plans: Vec<CopyPlan>,
+    force: bool,
+    dry_run: bool,
+    problems: &mut Problems,
+) -> Vec<CopyRow> {
+    let mut rows = Vec::new();
+    let lock = if dry_run {
+        None
+    } else {
+        match crate::fsx::OutLock::acquire(out_dir) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                problems.error(InputError::from_anyhow(out_dir, &e));
+                return plans
+                    .iter()
+                    .map(|p| copy_row(ws, p, false, Some(format!("{e:#}"))))
+                    .collect();
+            }
+        }
+    };
+    let mut manifest = if dry_run {
+        crate::fsx::Manifest::default()
+    } else {
+        match crate::fsx::Manifest::load(out_dir) {
+            Ok(m) => m,
+            Err(e) => {
+                problems.error(InputError::from_anyhow(out_dir, &e));
+                return plans
+                    .iter()
+                    .map(|p| copy_row(ws, p, false, Some(format!("{e:#}"))))
+                    .collect();
+            }
+        }
+    };
+    let mut changed = false;
+    for p in &plans {
+        let store = ws.stores[p.store].as_ref();
+        let targets = store.copy_targets(&p.dest);
+        let existing: Vec<&PathBuf> = targets
+            .iter()
+            .filter(|t| std::fs::symlink_metadata(t).is_ok())
+            .collect();
+        let rel_of = |t: &Path| {
+            t.strip_prefix(out_dir)
+                .map(Path::to_path_buf)
+                .unwrap_or_default()
+        };
+        let refusal = if existing.is_empty() {
+            None
+        } else if !force {
+            Some(format!(
+                "{} exists; pass --force to replace a previous copy",
+                existing[0].display()
+            ))
+        } else {
+            existing.iter().find(|t| !manifest.contains(&rel_of(t))).map(|t| format!(
+                "{} exists and was not written by session-doctor (it is not in {}); --force only replaces previous copies: remove it yourself or choose another --out",
+                t.display(),
+                out_dir.join(crate::fsx::MANIFEST_NAME).display()
+            ))
+        };
+        if let Some(why) = refusal {
+            problems.error(InputError::new(&p.dest, why.clone()));
+            rows.push(copy_row(ws, p, false, Some(why)));
+            continue;
+        }
+        if dry_run {
+            rows.push(copy_row(ws, p, false, None));
+            continue;
+        }
+        let res = p
+            .dest
+            .parent()
+            .map(|d| {
+                std::fs::create_dir_all(d)
+                    .with_context(|| format!("{}: cannot create", d.display()))
+            })
+            .unwrap_or(Ok(()))
+            .and_then(|_| store.write_copy(&p.dest, &p.edits, !existing.is_empty()));
+        match res {
+            Ok(()) => {
+                for t in &targets {
+                    manifest.insert(&rel_of(t));
+                }
+                changed = true;
+                rows.push(copy_row(ws, p, true, None));
+            }
+            Err(e) => {
+                problems.error(InputError::new(
+                    store.path(),
+                    format!("cannot write the copy {}: {e:#}", p.dest.display()),
+                ));
+                rows.push(copy_row(ws, p, false, Some(format!("{e:#}"))));
+            }
         }
     }
-    Ok(out_dir)
+    if changed {
+        if let Err(e) = manifest.save(out_dir) {
+            problems.error(InputError::from_anyhow(out_dir, &e));
+        }
+    }
+    drop(lock);
+    rows
+}
+
+fn copy_row(ws: &Workspace, p: &CopyPlan, written: bool, error: Option<String>) -> CopyRow {
+    CopyRow {
+        source: ws.stores[p.store].path().display().to_string(),
+        dest: p.dest.display().to_string(),
+        changes: p.edits.len(),
+        written,
+        error,
+    }
+}
+
+/// The guard and resolved output folder for copies of `stores`; a refusal
+/// is an error (exit 2) before anything is written.
+fn guard_out(ws: &Workspace, stores: &[usize], out: &Path) -> Result<(out::Guard, PathBuf)> {
+    let chosen: Vec<&dyn Store> = stores.iter().map(|&i| ws.stores[i].as_ref()).collect();
+    let all: Vec<&dyn Store> = ws.stores.iter().map(|s| s.as_ref()).collect();
+    // Every store read is protected, not only the ones copied.
+    let guard = out::Guard::new(&ws.inputs, &all);
+    let _ = chosen;
+    let out_dir = guard.check_out_dir(out)?;
+    Ok((guard, out_dir))
 }
 
 fn repair(a: &crate::cli::RepairArgs) -> Result<ExitCode> {
-    let ws = load_or_fail(&a.common, a.session.as_deref())?;
-    let out_dir = resolved(&a.out);
-    // Stores to copy: every store read, or only the one holding --session.
+    let mut ws = load_or_fail(&a.common, a.session.as_deref())?;
+    // Stores to copy: every store read, or only the ones holding --session.
     let mut selected: Vec<usize> = ws.sessions.iter().map(|l| l.store).collect();
     if a.session.is_none() {
         selected = (0..ws.stores.len()).collect();
     }
     selected.sort();
     selected.dedup();
-    let parents: Vec<PathBuf> = selected
-        .iter()
-        .map(|&i| resolved(&ws.stores[i].root()))
-        .collect();
-    let chosen: Vec<&dyn Store> = selected.iter().map(|&i| ws.stores[i].as_ref()).collect();
-    refuse_inside_source(&a.out, &a.out, &chosen)?;
-    let base = common_ancestor(&parents);
+    // A store that could not be read is not copied.
+    let failed: std::collections::HashSet<PathBuf> =
+        ws.problems.errors.iter().map(|e| e.path.clone()).collect();
+    selected.retain(|&i| !failed.contains(ws.stores[i].path()));
+    let (guard, out_dir) = guard_out(&ws, &selected, &a.out)?;
+    let placed = place_copies(&ws, &selected, &out_dir, &guard)?;
     let mut report = RepairReport {
         dry_run: a.dry_run,
         changes: Vec::new(),
         copies: Vec::new(),
     };
     let mut plans = Vec::new();
-    for (k, &i) in selected.iter().enumerate() {
+    for (i, _rel, dest) in placed {
         let store = &ws.stores[i];
         let mut edits = Vec::new();
         for l in ws.sessions.iter().filter(|l| l.store == i) {
             let plan = crate::treat::repair::plan(&l.session);
-            report
-                .changes
-                .extend(plan.iter().map(|e| store.describe(&l.session, e)));
+            report.changes.extend(store.describe_all(&l.session, &plan));
             edits.extend(plan);
         }
-        let dest = if selected.len() == 1 {
-            out_dir.join(store.copy_name())
-        } else {
-            out_dir
-                .join(parents[k].strip_prefix(&base).unwrap_or(Path::new("")))
-                .join(store.copy_name())
-        };
-        if dest.exists() && !a.force {
-            bail!("{} exists; pass --force to replace it", dest.display());
-        }
-        plans.push((i, dest, edits));
-    }
-    for (i, dest, edits) in plans {
-        let store = &ws.stores[i];
-        if !a.dry_run {
-            write_copy(store.as_ref(), &dest, &edits)?;
-        }
-        report.copies.push(CopyRow {
-            source: store.path().display().to_string(),
-            dest: dest.display().to_string(),
-            changes: edits.len(),
-            written: !a.dry_run,
+        plans.push(CopyPlan {
+            store: i,
+            dest,
+            edits,
         });
     }
-    emit(exporter(a.common.format).repair(&report, &ws.errors))?;
-    Ok(code(HEALTHY))
+    let mut problems = std::mem::take(&mut ws.problems);
+    report.copies = write_copies(&ws, &out_dir, plans, a.force, a.dry_run, &mut problems);
+    emit(exporter(a.common.format).repair(&report, &problems))?;
+    Ok(finish(a.common.format, &problems, HEALTHY))
 }
 
 fn compact(a: &crate::cli::CompactArgs) -> Result<ExitCode> {
-    let ws = load_or_fail(&a.common, Some(&a.session))?;
+    let mut ws = load_or_fail(&a.common, Some(&a.session))?;
     if ws.sessions.len() > 1 {
         bail!(
             "session {} is in {} stores ({}); pass the one store to compact",
@@ -438,13 +558,12 @@ fn compact(a: &crate::cli::CompactArgs) -> Result<ExitCode> {
                 .join(", ")
         );
     }
+    let si = ws.sessions[0].store;
+    let (guard, out_dir) = guard_out(&ws, &[si], &a.out)?;
+    let placed = place_copies(&ws, &[si], &out_dir, &guard)?;
+    let (_, _rel, dest) = placed.into_iter().next().expect("one store placed");
     let l = &ws.sessions[0];
-    let store = ws.stores[l.store].as_ref();
-    let out_dir = refuse_inside_source(&a.out, &a.out, &[store])?;
-    let dest = out_dir.join(store.copy_name());
-    if dest.exists() && !a.force && !a.dry_run {
-        bail!("{} exists; pass --force to replace it", dest.display());
-    }
+    let store = ws.stores[si].as_ref();
     let o = &l.options;
     let target = crate::treat::compact::Target {
         budget: o.budget.as_ref().ok().cloned(),
@@ -454,15 +573,12 @@ fn compact(a: &crate::cli::CompactArgs) -> Result<ExitCode> {
     };
     let plan = crate::treat::compact::plan(store, &l.session, &target)?;
     let write = plan.fits && !a.dry_run;
-    if write {
-        write_copy(store, &dest, &plan.edits)?;
-    }
-    let report = CompactReport {
+    let mut report = CompactReport {
         session_id: l.session.id.clone(),
         source: store.path().display().to_string(),
         dest: dest.display().to_string(),
         dry_run: a.dry_run,
-        written: write,
+        written: false,
         fits: plan.fits,
         unreachable: plan.unreachable.clone(),
         budget: target.budget.clone(),
@@ -473,16 +589,28 @@ fn compact(a: &crate::cli::CompactArgs) -> Result<ExitCode> {
         headroom_bytes: target.headroom_bytes,
         before: plan.before.clone(),
         steps: plan.steps.clone(),
-        changes: plan
-            .edits
-            .iter()
-            .map(|e| store.describe(&l.session, e))
-            .collect(),
+        changes: store.describe_all(&l.session, &plan.edits),
     };
-    emit(exporter(a.common.format).compact(&report, &ws.errors))?;
+    let mut problems = std::mem::take(&mut ws.problems);
+    if plan.fits {
+        let rows = write_copies(
+            &ws,
+            &out_dir,
+            vec![CopyPlan {
+                store: si,
+                dest,
+                edits: plan.edits.clone(),
+            }],
+            a.force,
+            !write,
+            &mut problems,
+        );
+        report.written = rows.first().is_some_and(|r| r.written);
+    }
+    emit(exporter(a.common.format).compact(&report, &problems))?;
     if let Some(why) = &plan.unreachable {
         eprintln!("session-doctor: the budget is not reachable: {why}; no copy written");
-        return Ok(code(FINDINGS));
+        return Ok(finish(a.common.format, &problems, FINDINGS));
     }
-    Ok(code(HEALTHY))
+    Ok(finish(a.common.format, &problems, HEALTHY))
 }

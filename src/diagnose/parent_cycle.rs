@@ -1,0 +1,187 @@
+//! `parent-cycle`: messages whose parent links form a loop (a message that
+//! is its own parent, or A -> B -> A). An agent that walks up the parents to
+//! rebuild the history (Claude Code from its leaf; opencode when it renders a
+//! turn) never reaches a root: it stops at whatever guard it has, or loops.
+//! Found in the audit's hostile inputs for Claude Code and opencode.
+//!
+//! Each cycle is reported once, on its oldest member (lowest stored
+//! position), with the ids in walk order from it. `repair` breaks the cycle
+//! at that member: it is re-parented as a dangling parent would be (user
+//! turns: the newest earlier user message; chains: the last valid message
+//! before it on the same chain), or made a root when there is none (or when
+//! it is an opencode user message, which has no parent).
+
+use super::{Finding, Severity};
+use crate::model::Session;
+
+/// One cycle: indexes of its members in walk order, starting at the oldest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cycle {
+    pub members: Vec<usize>,
+}
+
+impl Cycle {
+    /// The oldest member (where repair breaks the cycle).
+    pub fn oldest(&self) -> usize {
+        self.members[0]
+    }
+}
+
+/// Every parent cycle of `s` (over the first copy of each id), oldest member
+/// first, in O(n).
+pub fn cycles(s: &Session) -> Vec<Cycle> {
+    let first = s.id_index();
+    let n = s.messages.len();
+    let next = |i: usize| -> Option<usize> {
+        s.messages[i]
+            .parent_id
+            .as_deref()
+            .and_then(|p| first.get(p).copied())
+    };
+    // 0 unvisited, 1 on the current walk, 2 done.
+    let mut state = vec![0u8; n];
+    let mut out = Vec::new();
+    let mut path: Vec<usize> = Vec::new();
+    for start in 0..n {
+        if state[start] != 0 {
+            continue;
+        }
+        path.clear();
+        let mut cur = Some(start);
+        while let Some(c) = cur {
+            match state[c] {
+                0 => {
+                    state[c] = 1;
+                    path.push(c);
+                    cur = next(c);
+                }
+                1 => {
+                    // The walk came back to a node on it: a new cycle.
+                    let at = path.iter().position(|&x| x == c).unwrap_or(0);
+                    let mut members = path[at..].to_vec();
+                    let k = members
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, &m)| m)
+                        .map(|(k, _)| k)
+                        .unwrap_or(0);
+                    members.rotate_left(k);
+                    out.push(Cycle { members });
+                    break;
+                }
+                _ => break,
+            }
+        }
+        for &p in &path {
+            state[p] = 2;
+        }
+    }
+    out.sort_by_key(Cycle::oldest);
+    out
+}
+
+pub fn check(s: &Session) -> Vec<Finding> {
+    cycles(s)
+        .into_iter()
+        .map(|c| {
+            let ids: Vec<String> = c
+                .members
+                .iter()
+                .map(|&i| s.messages[i].id.clone())
+                .collect();
+            let m = &s.messages[c.oldest()];
+            let shown = if ids.len() == 1 {
+                format!("message {} is its own parent", ids[0])
+            } else {
+                format!(
+                    "messages {} -> {} form a parent cycle",
+                    ids.join(" -> "),
+                    ids[0]
+                )
+            };
+            let mut f = Finding::new(
+                "parent-cycle",
+                Severity::Error,
+                Some(&m.id),
+                format!(
+                    "{shown}: a walk up the parents never reaches the start of the conversation"
+                ),
+                "run `session-doctor repair` to break the cycle at its oldest member",
+            )
+            .with("cycle_ids", ids.clone())
+            .with("length", ids.len());
+            if let Some(l) = m.line {
+                f = f.with("line", l.line);
+            }
+            f
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Agent, Message, Role, Usage};
+    use serde_json::Value;
+
+    fn msg(id: &str, parent: Option<&str>) -> Message {
+        Message {
+            id: id.into(),
+            role: Role::User,
+            parent_id: parent.map(str::to_string),
+            logical_parent_id: None,
+            line: None,
+            sidechain: false,
+            parent_optional: false,
+            response_id: None,
+            time_created: 0,
+            time_completed: None,
+            summary: false,
+            finish: None,
+            error: None,
+            usage: Usage::default(),
+            model: None,
+            info_bytes: 0,
+            parts: Vec::new(),
+            raw: Value::Null,
+        }
+    }
+
+    fn session(links: &[(&str, Option<&str>)]) -> Session {
+        let mut s = Session::new(Agent::ClaudeCode, "s", None, "x".into());
+        s.messages = links.iter().map(|(i, p)| msg(i, *p)).collect();
+        s
+    }
+
+    #[test]
+    fn self_parent_and_two_cycles_are_found_once_each_from_the_oldest() {
+        let s = session(&[
+            ("a", None),
+            ("b", Some("a")),
+            ("c", Some("d")),
+            ("d", Some("c")),
+            ("e", Some("e")),
+            ("f", Some("c")),
+        ]);
+        let c = cycles(&s);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].members, vec![2, 3]);
+        assert_eq!(c[1].members, vec![4]);
+        let f = check(&s);
+        assert_eq!(f[0].figures["cycle_ids"], serde_json::json!(["c", "d"]));
+        assert!(f[1].detail.contains("its own parent"));
+    }
+
+    #[test]
+    fn a_long_chain_without_cycles_is_linear() {
+        let ids: Vec<String> = (0..100_000).map(|i| format!("m{i}")).collect();
+        // Parents point forward: the worst case for naive walks.
+        let mut links: Vec<(&str, Option<&str>)> = ids
+            .windows(2)
+            .map(|w| (w[0].as_str(), Some(w[1].as_str())))
+            .collect();
+        links.push((ids[ids.len() - 1].as_str(), None));
+        let s = session(&links);
+        assert!(cycles(&s).is_empty());
+    }
+}

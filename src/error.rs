@@ -1,0 +1,104 @@
+//! Errors about inputs and outputs, carried through a run and reported once.
+//!
+//! A run never stops at the first bad input (ripgrep's rule): every path
+//! that cannot be read or written becomes an [`InputError`], the other inputs
+//! are processed, and the exit code is 2 at the end when any error was
+//! recorded. Warnings (a FIFO skipped while walking a folder, a symbolic link
+//! loop not followed) are reported the same way but do not change the exit
+//! code.
+
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// A path that could not be read or written, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    pub path: PathBuf,
+    /// What went wrong and what was expected (never repeats `path` at its start).
+    pub reason: String,
+}
+
+impl InputError {
+    /// An error about `path`. A `reason` that starts with the path (as most
+    /// lower-level messages do) has that prefix removed.
+    pub fn new(path: &Path, reason: impl Into<String>) -> InputError {
+        let reason = reason.into();
+        let shown = format!("{}: ", path.display());
+        let reason = reason
+            .strip_prefix(&shown)
+            .map(str::to_string)
+            .unwrap_or(reason);
+        InputError {
+            path: path.to_path_buf(),
+            reason,
+        }
+    }
+
+    /// From an error chain (`{e:#}`).
+    pub fn from_anyhow(path: &Path, e: &anyhow::Error) -> InputError {
+        InputError::new(path, format!("{e:#}"))
+    }
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.reason)
+    }
+}
+
+impl Serialize for InputError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("InputError", 2)?;
+        st.serialize_field("path", &self.path.display().to_string())?;
+        st.serialize_field("reason", &self.reason)?;
+        st.end()
+    }
+}
+
+/// Errors and warnings gathered during a run.
+#[derive(Debug, Default, Clone)]
+pub struct Problems {
+    pub errors: Vec<InputError>,
+    pub warnings: Vec<InputError>,
+}
+
+impl Problems {
+    pub fn error(&mut self, e: InputError) {
+        if !self.errors.contains(&e) {
+            self.errors.push(e);
+        }
+    }
+
+    pub fn warn(&mut self, e: InputError) {
+        if !self.warnings.contains(&e) {
+            self.warnings.push(e);
+        }
+    }
+
+    pub fn extend(&mut self, o: Problems) {
+        for e in o.errors {
+            self.error(e);
+        }
+        for w in o.warnings {
+            self.warn(w);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_path_is_not_repeated_in_the_reason() {
+        let e = InputError::new(Path::new("/a/b.db"), "/a/b.db: not a SQLite database");
+        assert_eq!(e.reason, "not a SQLite database");
+        assert_eq!(e.to_string(), "/a/b.db: not a SQLite database");
+        let j = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            j,
+            serde_json::json!({"path": "/a/b.db", "reason": "not a SQLite database"})
+        );
+    }
+}

@@ -1,0 +1,558 @@
+//! Reading SQLite stores without touching them, and writing verified copies.
+//! Shared by every SQLite-based format.
+//!
+//! How a source database is read ([`Snapshot::open`]), by what sits beside it
+//! (measured with the bundled SQLite: opening a WAL database `mode=ro`
+//! creates `-shm` when it is missing, `readonly_shm=1` without a `-wal`
+//! creates `-wal`, `immutable=1` ignores the `-wal` and a hot journal):
+//!
+//! | beside the db | how it is read |
+//! |---|---|
+//! | nothing (rollback mode) | `mode=ro`: SQLite's shared lock, nothing created |
+//! | nothing (WAL mode, checkpointed) | `mode=ro&immutable=1`: everything is in the main file |
+//! | `-wal` and `-shm` (the agent may be running) | a private snapshot made with the backup API from a `mode=ro&readonly_shm=1` connection, i.e. under SQLite's own WAL locking, then `quick_check`ed |
+//! | `-wal` without `-shm` | db and `-wal` copied into a private folder, their size and time checked unchanged across the copy (else copied again, up to 5 times), opened there (SQLite replays the WAL), `quick_check`ed |
+//! | a `-journal` SQLite calls hot (a writer died mid-transaction) | db and journal copied the same way; SQLite rolls the journal back on open in the private folder |
+//!
+//! Every side file must be a regular file: a FIFO or device named `-wal`
+//! would hang or feed garbage, so the store is refused with its name.
+//! Private copies live in [`crate::fsx::private_dir`] (0700, removed on exit
+//! and on SIGINT/SIGTERM).
+//!
+//! Copies are written with the backup API into a staged file in the
+//! destination folder, edited there, checkpointed (no `-wal` is left beside
+//! the copy), checked with `PRAGMA integrity_check`, and only then moved into
+//! place; a copy that fails the check is removed and reported.
+
+use crate::fsx;
+use anyhow::{anyhow, bail, Context, Result};
+use rusqlite::{Connection, OpenFlags};
+use std::path::{Path, PathBuf};
+
+/// The 16-byte header every SQLite 3 database starts with.
+pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// `p` with `suffix` appended to its file name (`-wal`, `-shm`, `-journal`).
+pub fn side(p: &Path, suffix: &str) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// The side files SQLite may keep beside a database.
+pub const SIDE_SUFFIXES: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// Percent-encodes a path for a SQLite `file:` URI, byte by byte (non-UTF-8
+/// names stay exact).
+pub fn uri_path(p: &Path) -> String {
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    #[cfg(unix)]
+    let bytes: Vec<u8> = {
+        use std::os::unix::ffi::OsStrExt;
+        abs.as_os_str().as_bytes().to_vec()
+    };
+    #[cfg(not(unix))]
+    let bytes: Vec<u8> = abs.to_string_lossy().as_bytes().to_vec();
+    let mut out = String::with_capacity(bytes.len());
+    for b in bytes {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// How a source is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMode {
+    /// `mode=ro`: rollback-mode database, no journal.
+    ReadOnly,
+    /// `mode=ro&immutable=1`: WAL-mode database without a `-wal`.
+    Immutable,
+    /// A private snapshot (backup API or verified file copy).
+    Private,
+}
+
+/// A source database opened for reading: either the file itself or a private
+/// snapshot of it.
+#[derive(Debug)]
+pub struct Snapshot {
+    source: PathBuf,
+    read_path: PathBuf,
+    mode: ReadMode,
+    /// Why a private snapshot was made (for messages), when one was.
+    pub why_private: Option<&'static str>,
+    _private: Option<fsx::PrivateDir>,
+}
+
+/// Opens `uri` with `flags`, naming `shown` in errors.
+fn open_uri(uri: &str, flags: OpenFlags, shown: &Path) -> Result<Connection> {
+    Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
+        .with_context(|| format!("{}: cannot open as SQLite", shown.display()))
+}
+
+fn ro_flags() -> OpenFlags {
+    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+}
+
+/// `(len, mtime, ctime, inode)` of a file, to tell whether it changed.
+fn stamp(p: &Path) -> Option<(u64, i64, i64, u64)> {
+    let md = std::fs::metadata(p).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((
+            md.len(),
+            md.mtime() * 1_000_000_000 + md.mtime_nsec(),
+            md.ctime() * 1_000_000_000 + md.ctime_nsec(),
+            md.ino(),
+        ))
+    }
+    #[cfg(not(unix))]
+    {
+        let m = md
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i64);
+        Some((md.len(), m, 0, 0))
+    }
+}
+
+/// Copies every page in one step (one read transaction on the source, so the
+/// copy is one consistent state), retrying while the source is locked.
+fn backup_all(b: &rusqlite::backup::Backup<'_, '_>) -> rusqlite::Result<()> {
+    use rusqlite::backup::StepResult;
+    for attempt in 0..200u32 {
+        match b.step(-1)? {
+            StepResult::Done => return Ok(()),
+            StepResult::More => {}
+            StepResult::Busy | StepResult::Locked => {
+                std::thread::sleep(std::time::Duration::from_millis(10 + u64::from(attempt)))
+            }
+            _ => {}
+        }
+    }
+    Err(rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+        Some("the database stayed locked".into()),
+    ))
+}
+
+/// Runs `PRAGMA quick_check` (or `integrity_check`); `Err` with SQLite's
+/// first complaint when the database is not "ok".
+pub fn verify(conn: &Connection, full: bool, shown: &Path) -> Result<()> {
+    let pragma = if full {
+        "PRAGMA integrity_check(20)"
+    } else {
+        "PRAGMA quick_check(20)"
+    };
+    let mut st = conn
+        .prepare(pragma)
+        .with_context(|| format!("{}: cannot check the database", shown.display()))?;
+    let rows: Vec<String> = st
+        .query_map([], |r| r.get::<_, String>(0))
+        .and_then(|it| it.collect())
+        .with_context(|| format!("{}: the database is malformed", shown.display()))?;
+    if rows.len() == 1 && rows[0] == "ok" {
+        return Ok(());
+    }
+    bail!(
+        "{}: the database is malformed ({}: {})",
+        shown.display(),
+        if full {
+            "integrity_check"
+        } else {
+            "quick_check"
+        },
+        rows.join("; ")
+    )
+}
+
+fn copy_file(src: &Path, dst: &Path) -> Result<()> {
+    let mut f =
+        fsx::open_regular(src).with_context(|| format!("{}: cannot open", src.display()))?;
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dst)
+        .with_context(|| {
+            format!(
+                "{}: cannot write the private copy (is the temp folder full?)",
+                dst.display()
+            )
+        })?;
+    std::io::copy(&mut f, &mut out).with_context(|| {
+        format!(
+            "{}: cannot copy to the private temp folder {} (is it full?)",
+            src.display(),
+            dst.display()
+        )
+    })?;
+    Ok(())
+}
+
+impl Snapshot {
+    /// Opens `source` for reading (see the module doc). Errors name the file
+    /// and say what was expected.
+    pub fn open(source: &Path) -> Result<Snapshot> {
+        let mut header = [0u8; 100];
+        {
+            use std::io::Read;
+            let mut f = fsx::open_regular(source)
+                .with_context(|| format!("{}: cannot open", source.display()))?;
+            let n = f
+                .read(&mut header)
+                .with_context(|| format!("{}: cannot read", source.display()))?;
+            if n < 16 || &header[..16] != SQLITE_MAGIC {
+                bail!(
+                    "{}: not a SQLite database (expected the header \"SQLite format 3\")",
+                    source.display()
+                );
+            }
+        }
+        for sfx in SIDE_SUFFIXES {
+            let p = side(source, sfx);
+            match std::fs::symlink_metadata(&p) {
+                Err(_) => {}
+                Ok(_) => {
+                    if let Err(e) = fsx::ensure_regular(&p) {
+                        bail!(
+                            "{}: {e}; the database cannot be read safely beside it",
+                            p.display()
+                        );
+                    }
+                }
+            }
+        }
+        let wal = side(source, "-wal");
+        let shm = side(source, "-shm");
+        let journal = side(source, "-journal");
+        let wal_mode = header[18] == 2 || header[19] == 2;
+        let has = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file());
+        let non_empty = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() > 0);
+
+        if non_empty(&journal) {
+            // Only SQLite knows whether the journal is hot: ask it read-only first.
+            let s = Snapshot::direct(source, ReadMode::ReadOnly);
+            match s.connect().and_then(|c| {
+                c.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .map_err(anyhow::Error::from)
+            }) {
+                Ok(_) => return Ok(s),
+                Err(_) => {
+                    return Snapshot::copied(source, &journal, "a hot -journal (a writer stopped mid-transaction): read through a private copy that SQLite rolls back")
+                }
+            }
+        }
+        if has(&wal) {
+            if has(&shm) {
+                match Snapshot::backup_snapshot(source) {
+                    Ok(s) => return Ok(s),
+                    Err(_) => return Snapshot::copied(
+                        source,
+                        &wal,
+                        "a -wal whose -shm could not be used: read through a verified private copy",
+                    ),
+                }
+            }
+            return Snapshot::copied(
+                source,
+                &wal,
+                "a -wal without -shm: read through a verified private copy",
+            );
+        }
+        if wal_mode {
+            return Ok(Snapshot::direct(source, ReadMode::Immutable));
+        }
+        Ok(Snapshot::direct(source, ReadMode::ReadOnly))
+    }
+
+    fn direct(source: &Path, mode: ReadMode) -> Snapshot {
+        Snapshot {
+            source: source.to_path_buf(),
+            read_path: source.to_path_buf(),
+            mode,
+            why_private: None,
+            _private: None,
+        }
+    }
+
+    /// A snapshot made by SQLite's backup API under its WAL locking.
+    fn backup_snapshot(source: &Path) -> Result<Snapshot> {
+        let dir = fsx::private_dir()?;
+        let copy = dir.path().join("snapshot.db");
+        {
+            let src = open_uri(
+                &format!("file:{}?mode=ro&readonly_shm=1", uri_path(source)),
+                ro_flags(),
+                source,
+            )?;
+            let mut dst = Connection::open(&copy).with_context(|| {
+                format!("{}: cannot create the private snapshot", copy.display())
+            })?;
+            let backup = rusqlite::backup::Backup::new(&src, &mut dst)
+                .with_context(|| format!("{}: cannot start a snapshot", source.display()))?;
+            backup_all(&backup).with_context(|| {
+                format!("{}: cannot read a consistent snapshot", source.display())
+            })?;
+        }
+        Snapshot::finish_private(source, dir, copy, "a -wal (the agent may be writing): read from a consistent snapshot taken under SQLite's locking")
+    }
+
+    /// db plus one side file (`-wal` or `-journal`) copied into a private
+    /// folder, retried until neither changed during the copy.
+    fn copied(source: &Path, side_file: &Path, why: &'static str) -> Result<Snapshot> {
+        let mut last = String::new();
+        for attempt in 0..5u32 {
+            if attempt > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(50 << attempt));
+            }
+            let dir = fsx::private_dir()?;
+            let copy = dir.path().join("snapshot.db");
+            let before = (stamp(source), stamp(side_file));
+            copy_file(source, &copy)?;
+            let sfx = if side_file.as_os_str().to_string_lossy().ends_with("-wal") {
+                "-wal"
+            } else {
+                "-journal"
+            };
+            if std::fs::metadata(side_file).is_ok() {
+                copy_file(side_file, &side(&copy, sfx))?;
+            }
+            let after = (stamp(source), stamp(side_file));
+            if before != after {
+                last = "the database changed while it was copied".into();
+                continue;
+            }
+            match Snapshot::finish_private(source, dir, copy, why) {
+                Ok(s) => return Ok(s),
+                Err(e) => last = format!("{e:#}"),
+            }
+        }
+        bail!(
+            "{}: cannot read a consistent copy after 5 attempts ({last}); try again when the agent is idle",
+            source.display()
+        )
+    }
+
+    /// Opens the private copy read-write (SQLite replays a WAL or rolls a
+    /// hot journal back), turns it into a rollback-mode file, checks it.
+    fn finish_private(
+        source: &Path,
+        dir: fsx::PrivateDir,
+        copy: PathBuf,
+        why: &'static str,
+    ) -> Result<Snapshot> {
+        {
+            let c = Connection::open(&copy)
+                .with_context(|| format!("{}: cannot open the private copy", source.display()))?;
+            verify(&c, false, source)?;
+            c.pragma_update(None, "journal_mode", "DELETE")
+                .with_context(|| format!("{}: cannot read the private copy", source.display()))?;
+        }
+        Ok(Snapshot {
+            source: source.to_path_buf(),
+            read_path: copy,
+            mode: ReadMode::Private,
+            why_private: Some(why),
+            _private: Some(dir),
+        })
+    }
+
+    /// The source database.
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    pub fn mode(&self) -> ReadMode {
+        self.mode
+    }
+
+    /// A new read-only connection to the snapshot (one per worker).
+    pub fn connect(&self) -> Result<Connection> {
+        let uri = match self.mode {
+            ReadMode::Immutable => {
+                format!("file:{}?mode=ro&immutable=1", uri_path(&self.read_path))
+            }
+            ReadMode::ReadOnly | ReadMode::Private => {
+                format!("file:{}?mode=ro", uri_path(&self.read_path))
+            }
+        };
+        open_uri(&uri, ro_flags(), &self.source)
+    }
+
+    /// Writes a verified copy of the snapshot to `dest`: backup API into a
+    /// staged file beside `dest`, `edit` run in one transaction on it,
+    /// checkpointed, `PRAGMA integrity_check`ed, then moved into place
+    /// (`replace`: `dest` is a previous copy that may be replaced). Stale
+    /// `-wal`/`-shm`/`-journal` beside a replaced copy are removed first
+    /// (SQLite would apply an old `-wal` to the new file).
+    pub fn write_copy(
+        &self,
+        dest: &Path,
+        replace: bool,
+        edit: &dyn Fn(&rusqlite::Transaction<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let (staged, file) = fsx::Staged::file(dest)?;
+        drop(file);
+        let tmp = staged.path().to_path_buf();
+        for sfx in SIDE_SUFFIXES {
+            staged.track(&side(&tmp, sfx));
+        }
+        let cleanup_sides = || {
+            for sfx in SIDE_SUFFIXES {
+                let _ = std::fs::remove_file(side(&tmp, sfx));
+                fsx::unregister(&side(&tmp, sfx));
+            }
+        };
+        let res = (|| -> Result<()> {
+            let src = self.connect()?;
+            let mut dst = Connection::open(&tmp)
+                .with_context(|| format!("{}: cannot create the copy", tmp.display()))?;
+            {
+                let backup = rusqlite::backup::Backup::new(&src, &mut dst)
+                    .with_context(|| format!("{}: cannot start the copy", self.source.display()))?;
+                backup_all(&backup).with_context(|| {
+                    format!(
+                        "{}: cannot copy into {}",
+                        self.source.display(),
+                        tmp.display()
+                    )
+                })?;
+            }
+            let txn = dst.transaction()?;
+            edit(&txn)?;
+            txn.commit()
+                .with_context(|| format!("{}: cannot commit the edits", tmp.display()))?;
+            dst.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                .ok();
+            verify(&dst, true, dest)
+                .map_err(|e| anyhow!("the copy fails its check and was removed: {e:#}"))?;
+            dst.close().map_err(|(_, e)| e)?;
+            Ok(())
+        })();
+        cleanup_sides();
+        res?;
+        if replace {
+            for sfx in SIDE_SUFFIXES {
+                let p = side(dest, sfx);
+                if std::fs::symlink_metadata(&p).is_ok() {
+                    std::fs::remove_file(&p).with_context(|| {
+                        format!(
+                            "{}: cannot remove the previous copy's side file",
+                            p.display()
+                        )
+                    })?;
+                }
+            }
+        }
+        staged.commit(0o644, replace)
+    }
+}
+
+/// Names of the tables of a connection.
+pub fn tables(conn: &Connection, shown: &Path) -> Result<Vec<String>> {
+    let mut st = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type='table'")
+        .with_context(|| format!("{}: cannot read the schema", shown.display()))?;
+    let v = st
+        .query_map([], |r| r.get::<_, String>(0))
+        .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
+        .with_context(|| format!("{}: cannot read the schema", shown.display()))?;
+    Ok(v)
+}
+
+/// Names of the columns of `table`.
+pub fn columns(conn: &Connection, table: &str, shown: &Path) -> Result<Vec<String>> {
+    let mut st = conn
+        .prepare(&format!(
+            "PRAGMA table_info(\"{}\")",
+            table.replace('"', "\"\"")
+        ))
+        .with_context(|| {
+            format!(
+                "{}: cannot read the columns of table {table}",
+                shown.display()
+            )
+        })?;
+    let v = st
+        .query_map([], |r| r.get::<_, String>(1))
+        .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
+        .with_context(|| {
+            format!(
+                "{}: cannot read the columns of table {table}",
+                shown.display()
+            )
+        })?;
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn uri_paths_are_percent_encoded_bytewise() {
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let p = Path::new(std::ffi::OsStr::from_bytes(b"/a b/\xff/x?.db"));
+            assert_eq!(uri_path(p), "/a%20b/%FF/x%3F.db");
+        }
+    }
+
+    #[test]
+    fn wal_mode_without_wal_is_read_immutable_and_nothing_is_created() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.db");
+        {
+            let c = Connection::open(&p).unwrap();
+            c.pragma_update(None, "journal_mode", "WAL").unwrap();
+            c.execute("CREATE TABLE t(x)", []).unwrap();
+        }
+        assert_eq!(listing(d.path()), ["a.db"]);
+        let s = Snapshot::open(&p).unwrap();
+        assert_eq!(s.mode(), ReadMode::Immutable);
+        let n: i64 = s
+            .connect()
+            .unwrap()
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 0);
+        assert_eq!(listing(d.path()), ["a.db"]);
+    }
+
+    #[test]
+    fn a_fifo_beside_the_db_is_refused_by_name() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.db");
+        Connection::open(&p)
+            .unwrap()
+            .execute("CREATE TABLE t(x)", [])
+            .unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            side(&p, "-wal"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let e = format!("{:#}", Snapshot::open(&p).unwrap_err());
+        assert!(e.contains("a.db-wal") && e.contains("FIFO"), "{e}");
+    }
+}
