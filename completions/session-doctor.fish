@@ -41,7 +41,7 @@ complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l i
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l model -d 'Look the limits of this `provider/model` up in the models.dev JSON' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l session -d 'Only this session' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
@@ -52,7 +52,7 @@ complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l model -d 'Look the limits of this `provider/model` up in the models.dev JSON' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l session -d 'The session to inspect' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l top -d 'Also list the N largest parts (by stored bytes)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -64,7 +64,7 @@ complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l 
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l model -d 'Look the limits of this `provider/model` up in the models.dev JSON' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l session -d 'Only this session' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l fail-on -d 'Exit 1 when a finding of this severity or worse exists (`never`: always 0)' -r -f -a "error\t''
 warning\t''
@@ -79,7 +79,7 @@ complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l model -d 'Look the limits of this `provider/model` up in the models.dev JSON' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l out -d 'Folder to write the copies into (created if missing). Never the source folder or inside it' -r -F
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l session -d 'Only repair this session (the whole store is still copied)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l dry-run -d 'Print the changes, write nothing'
@@ -93,7 +93,7 @@ complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l model -d 'Look the limits of this `provider/model` up in the models.dev JSON' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l session -d 'The session to compact (the whole store is still copied)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l out -d 'Folder to write the copy into. Never the source folder or inside it' -r -F
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l keep-turns -d 'If cutting history is needed, keep only the last N user turns' -r

@@ -38,7 +38,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
 '--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
 '--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
-'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds]:SHARE:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
 '--session=[Only this session]:ID:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
@@ -55,7 +55,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
 '--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
 '--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
-'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds]:SHARE:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
 '--session=[The session to inspect]:ID:_default' \
 '--top=[Also list the N largest parts (by stored bytes)]:N:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
@@ -73,7 +73,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
 '--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
 '--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
-'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds]:SHARE:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
 '--session=[Only this session]:ID:_default' \
 '--fail-on=[Exit 1 when a finding of this severity or worse exists (\`never\`\: always 0)]:FAIL_ON:(error warning info never)' \
 '-h[Print help (see more with '\''--help'\'')]' \
@@ -91,7 +91,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
 '--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
 '--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
-'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds]:SHARE:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
 '--out=[Folder to write the copies into (created if missing). Never the source folder or inside it]:DIR:_files' \
 '--session=[Only repair this session (the whole store is still copied)]:ID:_default' \
 '--dry-run[Print the changes, write nothing]' \
@@ -111,7 +111,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
 '--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
 '--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
-'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds]:SHARE:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
 '--session=[The session to compact (the whole store is still copied)]:ID:_default' \
 '--out=[Folder to write the copy into. Never the source folder or inside it]:DIR:_files' \
 '--keep-turns=[If cutting history is needed, keep only the last N user turns]:N:_default' \

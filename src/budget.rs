@@ -116,12 +116,52 @@ fn models_json_paths(opts: &LimitOptions) -> Vec<PathBuf> {
     }
 }
 
+/// A models.dev JSON file, read and parsed once per run (every session of
+/// a run looks its model up in the same parsed document), with the size cap
+/// of [`crate::fsx::MAX_JSON_DOC_BYTES`] and regular files only (a path to
+/// `/dev/zero` is refused by its type, not read).
+pub fn models_dev(path: &Path) -> Result<std::sync::Arc<Value>, String> {
+    type Cache = std::collections::HashMap<PathBuf, Result<std::sync::Arc<Value>, String>>;
+    static CACHE: std::sync::OnceLock<std::sync::Mutex<Cache>> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(r) = cache.lock().ok().and_then(|c| c.get(path).cloned()) {
+        return r;
+    }
+    let r = crate::fsx::read_capped(path, crate::fsx::MAX_JSON_DOC_BYTES)
+        .map_err(|e| e.to_string())
+        .and_then(|b| {
+            serde_json::from_slice::<Value>(&b)
+                .map_err(|e| format!("not a models.dev JSON document ({e})"))
+        })
+        .and_then(|v| {
+            if v.is_object() {
+                Ok(std::sync::Arc::new(v))
+            } else {
+                Err("not a models.dev JSON document (expected an object of providers)".into())
+            }
+        });
+    if let Ok(mut c) = cache.lock() {
+        c.insert(path.to_path_buf(), r.clone());
+    }
+    r
+}
+
+/// Checks the models.dev JSON named by `--models-json` once per run: `Err`
+/// says why it cannot be used (the run reports it and goes on without it).
+pub fn check_models_json(opts: &LimitOptions) -> Result<(), crate::error::InputError> {
+    match &opts.models_json {
+        Some(p) => models_dev(p)
+            .map(|_| ())
+            .map_err(|e| crate::error::InputError::new(p, e)),
+        None => Ok(()),
+    }
+}
+
 /// Looks `provider/model` up in a models.dev JSON
 /// (`{provider: {models: {model: {limit: {context, input?, output}}}}}`).
 pub fn lookup_models_dev(path: &Path, model: &str) -> Option<Limits> {
     let (provider, id) = model.split_once('/')?;
-    let text = std::fs::read_to_string(path).ok()?;
-    let v: Value = serde_json::from_str(&text).ok()?;
+    let v = models_dev(path).ok()?;
     let limit = v.get(provider)?.get("models")?.get(id)?.get("limit")?;
     let context = limit.get("context")?.as_u64()?;
     if context == 0 {

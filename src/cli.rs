@@ -66,10 +66,11 @@ pub struct Common {
 #[command(next_help_heading = "Budget")]
 pub struct BudgetArgs {
     /// Context window of the model the session resumes with (tokens).
-    #[arg(long, value_name = "TOKENS", global = true)]
+    #[arg(long, value_name = "TOKENS", global = true, requires = "max_output",
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub context: Option<u64>,
     /// Maximum output tokens of that model.
-    #[arg(long, value_name = "TOKENS", global = true)]
+    #[arg(long, value_name = "TOKENS", global = true, requires = "context")]
     pub max_output: Option<u64>,
     /// Input limit of that model (tokens), when it has one.
     #[arg(long, value_name = "TOKENS", global = true)]
@@ -81,11 +82,28 @@ pub struct BudgetArgs {
     #[arg(long, value_name = "PATH", global = true)]
     pub models_json: Option<PathBuf>,
     /// Largest request body the provider or gateway accepts (bytes; default 6 MiB).
-    #[arg(long, value_name = "BYTES", global = true, default_value_t = crate::diagnose::DEFAULT_MAX_REQUEST_BYTES)]
+    #[arg(long, value_name = "BYTES", global = true, default_value_t = crate::diagnose::DEFAULT_MAX_REQUEST_BYTES,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub max_request_bytes: u64,
-    /// Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds.
-    #[arg(long, value_name = "SHARE", global = true, default_value_t = crate::diagnose::DEFAULT_HEADROOM)]
+    /// Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95).
+    #[arg(long, value_name = "SHARE", global = true, default_value_t = crate::diagnose::DEFAULT_HEADROOM,
+          value_parser = parse_headroom)]
     pub headroom: f64,
+}
+
+/// `--headroom`: a finite share from 0 to 0.95 (above that, nothing of the
+/// request limit is left for the history).
+fn parse_headroom(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if !v.is_finite() || !(0.0..=0.95).contains(&v) {
+        return Err(format!(
+            "`{s}` is out of range: expected a share from 0 to 0.95"
+        ));
+    }
+    Ok(v)
 }
 
 impl BudgetArgs {

@@ -154,14 +154,18 @@ pub fn unregister(p: &Path) {
 }
 
 fn remove_any(p: &Path) {
-    match std::fs::symlink_metadata(p) {
-        Ok(md) if md.is_dir() => {
-            let _ = std::fs::remove_dir_all(p);
+    // Retried: another thread of this run may still create a file in a
+    // folder being removed (SQLite's journal of a copy in progress).
+    for _ in 0..20 {
+        let res = match std::fs::symlink_metadata(p) {
+            Ok(md) if md.is_dir() => std::fs::remove_dir_all(p),
+            Ok(_) => std::fs::remove_file(p),
+            Err(_) => return,
+        };
+        if res.is_ok() {
+            return;
         }
-        Ok(_) => {
-            let _ = std::fs::remove_file(p);
-        }
-        Err(_) => {}
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 
@@ -280,6 +284,28 @@ fn process_alive(pid: i32) -> bool {
     {
         let _ = pid;
         true
+    }
+}
+
+/// Creates a new file readable by its owner only (0600): private copies of
+/// sources never widen who can read them.
+pub fn create_private_file(p: &Path) -> io::Result<File> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).read(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(p)
+}
+
+/// At the start of a run: removes the private folders of earlier runs whose
+/// process is gone (killed with SIGKILL, or a crash). Creates nothing.
+pub fn reclaim_at_start() {
+    let base = private_base();
+    if base.is_dir() {
+        reclaim_stale(&base);
     }
 }
 

@@ -21,6 +21,7 @@ use std::process::ExitCode;
 /// processed, and the exit code is 2 at the end.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     crate::fsx::install_signal_cleanup();
+    crate::fsx::reclaim_at_start();
     match cli.command {
         Command::List(a) => list(&a.common, a.session.as_deref()),
         Command::Inspect(a) => inspect(&a.common, &a.session, a.top),
@@ -66,6 +67,14 @@ fn progress(len: u64) -> ProgressBar {
 /// Discovers stores under `paths` and loads their sessions (only `only` when given).
 fn load(paths: &[PathBuf], only: Option<&str>, budget: &crate::cli::BudgetArgs) -> Workspace {
     let d = discover(paths);
+    let mut problems = d.problems;
+    if let Err(e) = crate::budget::check_models_json(&budget.limit_options()) {
+        problems.error(e);
+    }
+    let d = crate::formats::Discovery {
+        stores: d.stores,
+        problems,
+    };
     let mut ws = Workspace {
         stores: d.stores,
         sessions: Vec::new(),
@@ -381,49 +390,19 @@ fn write_copies(
     dry_run: bool,
     problems: &mut Problems,
 ) -> Vec<CopyRow> {
-    let mut rows = Vec::new();
-    let lock = if dry_run {
-        None
-    } else {
-        match crate::fsx::OutLock::acquire(out_dir) {
-            Ok(l) => Some(l),
-            Err(e) => {
-                problems.error(InputError::from_anyhow(out_dir, &e));
-                return plans
-                    .iter()
-                    .map(|p| copy_row(ws, p, false, Some(format!("{e:#}"))))
-                    .collect();
-            }
-        }
+    let rel_of = |t: &Path| {
+        t.strip_prefix(out_dir)
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
     };
-    let mut manifest = if dry_run {
-        crate::fsx::Manifest::default()
-    } else {
-        match crate::fsx::Manifest::load(out_dir) {
-            Ok(m) => m,
-            Err(e) => {
-                problems.error(InputError::from_anyhow(out_dir, &e));
-                return plans
-                    .iter()
-                    .map(|p| copy_row(ws, p, false, Some(format!("{e:#}"))))
-                    .collect();
-            }
-        }
-    };
-    let mut changed = false;
-    for p in &plans {
-        let store = ws.stores[p.store].as_ref();
-        let targets = store.copy_targets(&p.dest);
+    // Why a plan cannot be written into the folder as it is now, if it cannot.
+    let refusal = |p: &CopyPlan, manifest: &crate::fsx::Manifest| -> Option<String> {
+        let targets = ws.stores[p.store].copy_targets(&p.dest);
         let existing: Vec<&PathBuf> = targets
             .iter()
             .filter(|t| std::fs::symlink_metadata(t).is_ok())
             .collect();
-        let rel_of = |t: &Path| {
-            t.strip_prefix(out_dir)
-                .map(Path::to_path_buf)
-                .unwrap_or_default()
-        };
-        let refusal = if existing.is_empty() {
+        if existing.is_empty() {
             None
         } else if !force {
             Some(format!(
@@ -436,16 +415,54 @@ fn write_copies(
                 t.display(),
                 out_dir.join(crate::fsx::MANIFEST_NAME).display()
             ))
-        };
-        if let Some(why) = refusal {
+        }
+    };
+    let fail_all = |problems: &mut Problems, e: anyhow::Error| -> Vec<CopyRow> {
+        problems.error(InputError::from_anyhow(out_dir, &e));
+        plans
+            .iter()
+            .map(|p| copy_row(ws, p, false, Some(format!("{e:#}"))))
+            .collect()
+    };
+    // A first look without the lock: nothing is created in the folder
+    // (not even the lock) when nothing can be written.
+    let manifest = match crate::fsx::Manifest::load(out_dir) {
+        Ok(m) => m,
+        Err(e) => return fail_all(problems, e),
+    };
+    let first: Vec<Option<String>> = plans.iter().map(|p| refusal(p, &manifest)).collect();
+    if dry_run || first.iter().all(Option::is_some) {
+        return plans
+            .iter()
+            .zip(first)
+            .map(|(p, why)| {
+                if let Some(w) = &why {
+                    problems.error(InputError::new(&p.dest, w.clone()));
+                }
+                copy_row(ws, p, false, why)
+            })
+            .collect();
+    }
+    let lock = match crate::fsx::OutLock::acquire(out_dir) {
+        Ok(l) => l,
+        Err(e) => return fail_all(problems, e),
+    };
+    // Under the lock: the folder may have changed since the first look.
+    let mut manifest = match crate::fsx::Manifest::load(out_dir) {
+        Ok(m) => m,
+        Err(e) => return fail_all(problems, e),
+    };
+    let mut rows = Vec::new();
+    let mut changed = false;
+    for p in &plans {
+        let store = ws.stores[p.store].as_ref();
+        if let Some(why) = refusal(p, &manifest) {
             problems.error(InputError::new(&p.dest, why.clone()));
             rows.push(copy_row(ws, p, false, Some(why)));
             continue;
         }
-        if dry_run {
-            rows.push(copy_row(ws, p, false, None));
-            continue;
-        }
+        let targets = store.copy_targets(&p.dest);
+        let replace = targets.iter().any(|t| std::fs::symlink_metadata(t).is_ok());
         let res = p
             .dest
             .parent()
@@ -454,7 +471,7 @@ fn write_copies(
                     .with_context(|| format!("{}: cannot create", d.display()))
             })
             .unwrap_or(Ok(()))
-            .and_then(|_| store.write_copy(&p.dest, &p.edits, !existing.is_empty()));
+            .and_then(|_| store.write_copy(&p.dest, &p.edits, replace));
         match res {
             Ok(()) => {
                 for t in &targets {

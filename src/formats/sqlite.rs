@@ -174,16 +174,12 @@ pub fn verify(conn: &Connection, full: bool, shown: &Path) -> Result<()> {
 fn copy_file(src: &Path, dst: &Path) -> Result<()> {
     let mut f =
         fsx::open_regular(src).with_context(|| format!("{}: cannot open", src.display()))?;
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(dst)
-        .with_context(|| {
-            format!(
-                "{}: cannot write the private copy (is the temp folder full?)",
-                dst.display()
-            )
-        })?;
+    let mut out = fsx::create_private_file(dst).with_context(|| {
+        format!(
+            "{}: cannot write the private copy (is the temp folder full?)",
+            dst.display()
+        )
+    })?;
     std::io::copy(&mut f, &mut out).with_context(|| {
         format!(
             "{}: cannot copy to the private temp folder {} (is it full?)",
@@ -286,6 +282,11 @@ impl Snapshot {
     fn backup_snapshot(source: &Path) -> Result<Snapshot> {
         let dir = fsx::private_dir()?;
         let copy = dir.path().join("snapshot.db");
+        drop(
+            fsx::create_private_file(&copy).with_context(|| {
+                format!("{}: cannot create the private snapshot", copy.display())
+            })?,
+        );
         {
             let src = open_uri(
                 &format!("file:{}?mode=ro&readonly_shm=1", uri_path(source)),

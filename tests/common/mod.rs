@@ -16,12 +16,34 @@ pub fn oc(name: &str) -> PathBuf {
     fixtures().join("opencode").join(name)
 }
 
-/// The built binary, run from the repo root.
+/// A private home for the binary under test: `HOME`, `XDG_*`, `CODEX_HOME`
+/// and `CLAUDE_CONFIG_DIR` point inside it, so nothing of the user's machine
+/// (a `~/.cache/opencode/models.json`, real sessions) leaks into a test.
+pub fn test_home() -> &'static Path {
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| tempfile::tempdir().expect("temp home"))
+        .path()
+}
+
+/// Sets the hermetic environment of [`test_home`] on a command.
+pub fn hermetic(c: &mut std::process::Command) {
+    let h = test_home();
+    c.env("HOME", h)
+        .env("XDG_DATA_HOME", h.join("data"))
+        .env("XDG_CACHE_HOME", h.join("cache"))
+        .env("XDG_CONFIG_HOME", h.join("config"))
+        .env("XDG_STATE_HOME", h.join("state"))
+        .env("CODEX_HOME", h.join("codex"))
+        .env("CLAUDE_CONFIG_DIR", h.join("claude"))
+        .env_remove("NO_COLOR");
+}
+
+/// The built binary, run from the repo root in the hermetic environment.
 pub fn bin() -> Command {
-    let mut c = Command::cargo_bin("session-doctor").expect("binary is built");
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    c.env_remove("NO_COLOR");
-    c
+    let mut std_cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("session-doctor"));
+    std_cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    hermetic(&mut std_cmd);
+    Command::from_std(std_cmd)
 }
 
 /// Every file and folder under `root` (relative path -> sha256 of the bytes,
