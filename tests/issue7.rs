@@ -986,3 +986,109 @@ fn issue7_item14_headroom_and_limits_are_validated() {
         .assert()
         .code(2);
 }
+
+// ---------------------------------------------------------------------------
+// Keep it that way: a WAL database written by another process while `check`
+// and `repair` run in a loop.
+
+#[test]
+fn issue7_item3_a_database_written_meanwhile_gives_verified_copies_and_no_phantom_findings() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("live");
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("opencode.db");
+    std::fs::copy(oc("plain").join("opencode.db"), &db).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let c = rusqlite::Connection::open(&db).unwrap();
+            c.busy_timeout(Duration::from_secs(5)).unwrap();
+            c.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+                .unwrap();
+            let (sid, mdata, t0): (String, String, i64) = c
+                .query_row(
+                    "SELECT session_id, data, time_created FROM message ORDER BY time_created LIMIT 1",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .unwrap();
+            let pdata: String = c
+                .query_row(
+                    "SELECT data FROM part WHERE json_extract(data,'$.type')='text' LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            let mut n: i64 = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mid = format!("msg_ffff{n:08}zzzzzzzzzzzzzz");
+                let pid = format!("prt_ffff{n:08}zzzzzzzzzzzzzz");
+                let tc = t0 + 10_000_000 + n;
+                let mut v: Value = serde_json::from_str(&mdata).unwrap();
+                v["time"]["created"] = Value::from(tc);
+                // One message and its part per transaction: a reader sees both or neither.
+                c.execute_batch("BEGIN IMMEDIATE").unwrap();
+                c.execute(
+                    "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+                    rusqlite::params![mid, sid, tc, v.to_string()],
+                )
+                .unwrap();
+                c.execute(
+                    "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                    rusqlite::params![pid, mid, sid, tc, pdata],
+                )
+                .unwrap();
+                c.execute_batch("COMMIT").unwrap();
+                n += 1;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            n
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    for k in 0..6 {
+        let (code, doc, err) = run_json(&[os("check"), os("--format"), os("json"), db.as_os_str()]);
+        assert!(
+            matches!(code, Some(0) | Some(1)),
+            "check {k}: {err} {doc:#}"
+        );
+        for bad in ["orphan-part", "unreadable", "duplicate-id"] {
+            assert!(
+                with_code(&doc, bad).is_empty(),
+                "check {k}: phantom {bad}: {doc:#}"
+            );
+        }
+        let out = t.path().join(format!("out{k}"));
+        let o = bin()
+            .arg("repair")
+            .arg(&db)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "repair {k}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let c = rusqlite::Connection::open(out.join("opencode.db")).unwrap();
+        let ok: String = c
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok", "copy {k}");
+        let orphans: i64 = c
+            .query_row(
+                "SELECT count(*) FROM part WHERE message_id NOT IN (SELECT id FROM message)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(orphans, 0, "copy {k}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written = writer.join().unwrap();
+    assert!(written > 10, "the writer wrote {written} messages");
+}
