@@ -79,7 +79,7 @@ _session__doctor() {
             return 0
             ;;
         session__subcmd__doctor__subcmd__check)
-            opts="-h --format --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --fail-on --help"
+            opts="-j -h --format --jobs --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --fail-on --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -87,6 +87,14 @@ _session__doctor() {
             case "${prev}" in
                 --format)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --context)
@@ -133,7 +141,7 @@ _session__doctor() {
             return 0
             ;;
         session__subcmd__doctor__subcmd__compact)
-            opts="-h --format --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --out --keep-turns --dry-run --force --help"
+            opts="-j -h --format --jobs --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --out --keep-turns --dry-run --force --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -141,6 +149,14 @@ _session__doctor() {
             case "${prev}" in
                 --format)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --context)
@@ -317,7 +333,7 @@ _session__doctor() {
             return 0
             ;;
         session__subcmd__doctor__subcmd__inspect)
-            opts="-h --format --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --top --help"
+            opts="-j -h --format --jobs --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --top --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -325,6 +341,14 @@ _session__doctor() {
             case "${prev}" in
                 --format)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --context)
@@ -371,7 +395,7 @@ _session__doctor() {
             return 0
             ;;
         session__subcmd__doctor__subcmd__list)
-            opts="-h --format --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --help"
+            opts="-j -h --format --jobs --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -379,6 +403,14 @@ _session__doctor() {
             case "${prev}" in
                 --format)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --context)
@@ -421,7 +453,7 @@ _session__doctor() {
             return 0
             ;;
         session__subcmd__doctor__subcmd__repair)
-            opts="-h --format --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --out --session --dry-run --force --help"
+            opts="-j -h --format --jobs --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --out --session --dry-run --force --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -429,6 +461,14 @@ _session__doctor() {
             case "${prev}" in
                 --format)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --context)

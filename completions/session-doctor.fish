@@ -35,6 +35,7 @@ complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "compl
 complete -c session-doctor -n "__fish_session_doctor_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
 json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -s j -l jobs -d 'Worker threads (default: the number of cores)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l context -d 'Context window of the model the session resumes with (tokens)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l max-output -d 'Maximum output tokens of that model' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l input-limit -d 'Input limit of that model (tokens), when it has one' -r
@@ -46,6 +47,7 @@ complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -l s
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
 json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -s j -l jobs -d 'Worker threads (default: the number of cores)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l context -d 'Context window of the model the session resumes with (tokens)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l max-output -d 'Maximum output tokens of that model' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l input-limit -d 'Input limit of that model (tokens), when it has one' -r
@@ -58,6 +60,7 @@ complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
 json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -s j -l jobs -d 'Worker threads (default: the number of cores)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l context -d 'Context window of the model the session resumes with (tokens)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l max-output -d 'Maximum output tokens of that model' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l input-limit -d 'Input limit of that model (tokens), when it has one' -r
@@ -73,6 +76,7 @@ never\t''"
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
 json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -s j -l jobs -d 'Worker threads (default: the number of cores)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l context -d 'Context window of the model the session resumes with (tokens)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l max-output -d 'Maximum output tokens of that model' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l input-limit -d 'Input limit of that model (tokens), when it has one' -r
@@ -87,6 +91,7 @@ complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -l
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand repair" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
 json\t'One JSON document with "schema_version": 1'"
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -s j -l jobs -d 'Worker threads (default: the number of cores)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l context -d 'Context window of the model the session resumes with (tokens)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l max-output -d 'Maximum output tokens of that model' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l input-limit -d 'Input limit of that model (tokens), when it has one' -r

@@ -32,6 +32,8 @@ _session-doctor() {
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
 json\:"One JSON document with "schema_version"\: 1"))' \
+'-j+[Worker threads (default\: the number of cores)]:N:_default' \
+'--jobs=[Worker threads (default\: the number of cores)]:N:_default' \
 '--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
 '--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
 '--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
@@ -49,6 +51,8 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
 json\:"One JSON document with "schema_version"\: 1"))' \
+'-j+[Worker threads (default\: the number of cores)]:N:_default' \
+'--jobs=[Worker threads (default\: the number of cores)]:N:_default' \
 '--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
 '--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
 '--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
@@ -67,6 +71,8 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
 json\:"One JSON document with "schema_version"\: 1"))' \
+'-j+[Worker threads (default\: the number of cores)]:N:_default' \
+'--jobs=[Worker threads (default\: the number of cores)]:N:_default' \
 '--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
 '--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
 '--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
@@ -85,6 +91,8 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
 json\:"One JSON document with "schema_version"\: 1"))' \
+'-j+[Worker threads (default\: the number of cores)]:N:_default' \
+'--jobs=[Worker threads (default\: the number of cores)]:N:_default' \
 '--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
 '--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
 '--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
@@ -105,6 +113,8 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
 json\:"One JSON document with "schema_version"\: 1"))' \
+'-j+[Worker threads (default\: the number of cores)]:N:_default' \
+'--jobs=[Worker threads (default\: the number of cores)]:N:_default' \
 '--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
 '--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
 '--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \

@@ -35,7 +35,7 @@ pub enum Command {
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Format {
+pub enum OutputFormat {
     /// Tables for people.
     #[default]
     Table,
@@ -55,8 +55,11 @@ pub struct Common {
     /// archived_sessions/ under $CODEX_HOME (else $HOME/.codex).
     pub paths: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+    /// Worker threads (default: the number of cores).
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
     #[command(flatten)]
     pub budget: BudgetArgs,
 }
@@ -220,6 +223,15 @@ pub struct RepairArgs {
 }
 
 impl Common {
+    /// Worker threads: `--jobs`, else the number of cores.
+    pub fn jobs(&self) -> usize {
+        self.jobs.map(usize::from).unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+    }
+
     /// The paths to read: the given ones, else the default data dirs.
     pub fn paths(&self) -> Vec<PathBuf> {
         if self.paths.is_empty() {

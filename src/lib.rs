@@ -11,10 +11,13 @@ pub mod budget;
 pub mod cli;
 mod commands;
 pub mod diagnose;
+pub mod edit;
 pub mod error;
 pub mod exit_codes;
 pub mod formats;
 pub mod fsx;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod measure;
 pub mod model;
 pub mod report;

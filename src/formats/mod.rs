@@ -9,141 +9,16 @@ pub mod codex;
 pub mod opencode;
 pub mod sqlite;
 
+use crate::edit::{Applier, Edit, StoredChange};
 use crate::model::{Agent, Session};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-/// A change to make in a copy of a store. Treatments produce these; only the
-/// format module that owns the session knows how to write them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Edit {
-    pub session_id: String,
-    pub message_id: String,
-    pub change: Change,
-}
-
-/// Which text of a part a truncation applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TextField {
-    /// The output of a completed tool call.
-    ToolOutput,
-    /// The string values of a tool call's input.
-    ToolInput,
-    /// The text of a text or reasoning part.
-    Text,
-}
-
-/// What an [`Edit`] changes, in the model's terms.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Change {
-    /// Point the message's parent at another message.
-    SetParent { old: Option<String>, new: String },
-    /// Remove the message's parent: it becomes a root (breaks a parent cycle
-    /// where no earlier message can be its parent).
-    ClearParent { old: String },
-    /// Replace the inline media of a part by `placeholder` text (one line per
-    /// media item). The part keeps its id; its type only changes where the
-    /// agent's schema has no room for text (a file part becomes a text part).
-    StripMedia {
-        part_id: String,
-        placeholder: String,
-    },
-    /// Keep the first and last `max_chars / 2` characters of a text field,
-    /// with a marker saying how many characters were removed in between.
-    Truncate {
-        part_id: String,
-        field: TextField,
-        max_chars: usize,
-    },
-    /// Remove the message and its parts from the copy. For a line-oriented
-    /// store the message id may also name a load problem (a torn last line).
-    DropMessage,
-    /// Remove every later stored copy of the message id, keeping the first
-    /// (an agent that re-wrote lines with the same id).
-    DropCopies,
-    /// Add a synthetic text part with `text` at the start of the message (the
-    /// format chooses the new part's id).
-    AddNote { text: String },
-}
-
-impl Change {
-    /// Short name for reports (`set-parent`, `strip-media`, ...).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Change::SetParent { .. } => "set-parent",
-            Change::ClearParent { .. } => "clear-parent",
-            Change::StripMedia { .. } => "strip-media",
-            Change::Truncate { .. } => "truncate",
-            Change::DropMessage => "drop-message",
-            Change::DropCopies => "drop-copies",
-            Change::AddNote { .. } => "add-note",
-        }
-    }
-
-    /// The part the change touches, if it touches one.
-    pub fn part_id(&self) -> Option<&str> {
-        match self {
-            Change::StripMedia { part_id, .. } | Change::Truncate { part_id, .. } => Some(part_id),
-            _ => None,
-        }
-    }
-}
-
-/// The marker a truncation leaves in the text.
-pub fn truncation_marker(removed_chars: usize) -> String {
-    format!("[... {removed_chars} characters removed by session-doctor compact ...]")
-}
-
-/// Keeps the first and last `max_chars / 2` characters of `text` with a
-/// [`truncation_marker`] between them; `None` when `text` already fits.
-pub fn truncate_middle(text: &str, max_chars: usize) -> Option<String> {
-    let n = text.chars().count();
-    if n <= max_chars {
-        return None;
-    }
-    let head = max_chars / 2;
-    let tail = max_chars - head;
-    let removed = n - head - tail;
-    let mut out: String = text.chars().take(head).collect();
-    out.push('\n');
-    out.push_str(&truncation_marker(removed));
-    out.push('\n');
-    out.extend(text.chars().skip(n - tail));
-    Some(out)
-}
-
-/// [`truncate_middle`] on every string inside `v` (tool inputs, structured outputs).
-pub fn truncate_strings(v: &mut serde_json::Value, max_chars: usize) {
-    use serde_json::Value;
-    match v {
-        Value::String(s) => {
-            if let Some(t) = truncate_middle(s, max_chars) {
-                *s = t;
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(|x| truncate_strings(x, max_chars)),
-        Value::Object(o) => o.values_mut().for_each(|x| truncate_strings(x, max_chars)),
-        _ => {}
-    }
-}
-
-/// A change as it is stored: the stored field name with old and new values.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct StoredChange {
-    pub session_id: String,
-    pub message_id: String,
-    /// The part changed, for part-level changes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub part_id: Option<String>,
-    pub field: String,
-    pub old: serde_json::Value,
-    pub new: serde_json::Value,
-}
-
 pub use sqlite::side as sidecar;
 
 /// One store of sessions (a database file, a JSONL file with its sub-agent
-/// files, or a JSON tree), opened read-only.
+/// files, or a JSON tree), opened read-only: the read side. Its write side
+/// is [`Store::copier`].
 pub trait Store: Send + Sync {
     /// Agent that wrote the store.
     fn agent(&self) -> Agent;
@@ -168,27 +43,37 @@ pub trait Store: Send + Sync {
     fn agent_dirs(&self) -> Vec<PathBuf> {
         Vec::new()
     }
-    /// Path of the copy relative to `--out` (e.g. `opencode.db`, `storage`,
-    /// `projects/<cwd>/<id>.jsonl`), in the layout the agent reads.
-    fn copy_path(&self) -> PathBuf;
-    /// The folder [`Store::copy_path`] is relative to in the source's layout
-    /// (the db's folder, the Claude config dir, the Codex home); copies of
-    /// several stores keep their places relative to these.
-    fn copy_base(&self) -> PathBuf {
-        self.path()
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."))
-    }
-    /// Every path a copy at `dest` writes (the copy itself, sub-agent files).
-    fn copy_targets(&self, dest: &Path) -> Vec<PathBuf> {
-        vec![dest.to_path_buf()]
+    /// Bytes of input the store holds (for progress: what takes time is
+    /// reading bytes).
+    fn input_bytes(&self) -> u64 {
+        self.source_files()
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum()
     }
     /// Ids of the sessions in the store, oldest first.
     fn session_ids(&self) -> Result<Vec<String>>;
     /// Loads one session. Unreadable rows become [`crate::model::LoadProblem`]s;
     /// an error means the store itself could not be read.
     fn load(&self, id: &str) -> Result<Session>;
+    /// The write side: copies of this store.
+    fn copier(&self) -> &dyn Copier;
+}
+
+/// The write side of a store: where its copy goes and how edits land in it.
+pub trait Copier: Applier + Send + Sync {
+    /// Path of the copy relative to `--out` (e.g. `opencode.db`, `storage`,
+    /// `projects/<cwd>/<id>.jsonl`), in the layout the agent reads.
+    fn copy_path(&self) -> PathBuf;
+    /// The folder [`Copier::copy_path`] is relative to in the source's layout
+    /// (the db's folder, the Claude config dir, the Codex home); copies of
+    /// several stores keep their places relative to these.
+    fn copy_base(&self) -> PathBuf;
+    /// Every path a copy at `dest` writes (the copy itself, sub-agent files).
+    fn copy_targets(&self, dest: &Path) -> Vec<PathBuf> {
+        vec![dest.to_path_buf()]
+    }
     /// How `edit` looks in storage (stored field name, old and new JSON
     /// values), with lookups built once by the caller ([`Session::lookup`]).
     fn describe(
@@ -197,7 +82,7 @@ pub trait Store: Send + Sync {
         ix: &crate::model::Lookup<'_>,
         edit: &Edit,
     ) -> StoredChange;
-    /// [`Store::describe`] for every edit.
+    /// [`Copier::describe`] for every edit.
     fn describe_all(&self, session: &Session, edits: &[Edit]) -> Vec<StoredChange> {
         let ix = session.lookup();
         edits
@@ -205,21 +90,12 @@ pub trait Store: Send + Sync {
             .map(|e| self.describe(session, &ix, e))
             .collect()
     }
-    /// `session` with `edits` applied, re-read from the edited raw JSON so every
-    /// figure (bytes, tokens, media, visible view) is what the copy will hold.
-    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session>;
     /// Writes a copy of the whole store to `dest` with `edits` applied:
     /// staged under a temporary name beside `dest`, verified, then moved into
     /// place; `replace`: `dest` is a previous copy that may be replaced,
-    /// otherwise an existing `dest` is an error.
+    /// otherwise an existing `dest` is an error. Reads the same snapshot of
+    /// the sources the sessions were loaded from.
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()>;
-    /// Whether `compact` always strips historical media and drops the history
-    /// the agent no longer sends, even when the session already fits: true
-    /// where the agent re-reads the whole store on resume (Codex replays
-    /// every rollout line, so hidden history costs time and memory).
-    fn compact_drops_hidden_history(&self) -> bool {
-        false
-    }
 }
 
 /// Permission bits for a copy of `src`: the original's, plus owner read and
@@ -308,32 +184,44 @@ pub struct Discovery {
 /// format, or why it could not be read.
 pub type Opened = Result<Option<Box<dyn Store>>>;
 
-/// One storage format's detection hooks. A new agent is one module and one
+/// One storage format: how to recognise its stores and where the agent
+/// keeps them. A new agent is one module implementing this trait and one
 /// entry in [`FORMATS`].
-pub struct Format {
-    /// Name used in messages (`opencode/Kilo`).
-    pub name: &'static str,
+pub trait Format: Sync {
+    /// Name used in messages (`opencode.db, kilo.db, legacy opencode storage/`).
+    fn name(&self) -> &'static str;
     /// Whether a file met while walking folders is worth opening.
-    pub wants_file: fn(&Path) -> bool,
+    fn wants_file(&self, _p: &Path) -> bool {
+        false
+    }
     /// Opens a file as a store: `Ok(None)` when it is not of this format.
-    pub open_file: fn(&Path) -> Opened,
-    /// Opens a folder as a store: `Ok(None)` when it is not one. A folder that
-    /// is a store is not searched further.
-    pub open_dir: fn(&Path) -> Opened,
+    fn open_file(&self, _p: &Path) -> Opened {
+        Ok(None)
+    }
+    /// Opens a folder as a store: `Ok(None)` when it is not one. A folder
+    /// that is a store is not searched further.
+    fn open_dir(&self, _p: &Path) -> Opened {
+        Ok(None)
+    }
+    /// Where the agent keeps its stores on this machine (environment
+    /// variables and home folder; paths that do not exist are dropped by
+    /// the caller).
+    fn default_paths(&self) -> Vec<PathBuf>;
 }
 
-/// Every supported format, tried in order.
-pub const FORMATS: &[Format] = &[opencode::FORMAT, codex::FORMAT, claude::FORMAT];
+/// Every supported format, tried in this order (a Codex rollout is
+/// recognised by content before a Claude Code transcript).
+pub static FORMATS: &[&dyn Format] = &[&opencode::Opencode, &codex::Codex, &claude::Claude];
 
 /// Opens a file with the formats that want it; a file given by name that no
 /// format wants is tried with every format (so the error says why).
 fn open_any_file(p: &Path, walking: bool) -> Result<Option<Box<dyn Store>>> {
-    let wanted = FORMATS.iter().any(|f| (f.wants_file)(p));
+    let wanted = FORMATS.iter().any(|f| f.wants_file(p));
     for f in FORMATS {
-        if (walking || wanted) && !(f.wants_file)(p) {
+        if (walking || wanted) && !f.wants_file(p) {
             continue;
         }
-        if let Some(s) = (f.open_file)(p)? {
+        if let Some(s) = f.open_file(p)? {
             return Ok(Some(s));
         }
     }
@@ -342,7 +230,7 @@ fn open_any_file(p: &Path, walking: bool) -> Result<Option<Box<dyn Store>>> {
 
 fn open_any_dir(p: &Path) -> Result<Option<Box<dyn Store>>> {
     for f in FORMATS {
-        if let Some(s) = (f.open_dir)(p)? {
+        if let Some(s) = f.open_dir(p)? {
             return Ok(Some(s));
         }
     }
@@ -372,7 +260,7 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
     let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     let names = FORMATS
         .iter()
-        .map(|f| f.name)
+        .map(|f| f.name())
         .collect::<Vec<_>>()
         .join(", ");
     let mut push = |d: &mut Discovery, s: Box<dyn Store>| {
@@ -459,7 +347,7 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
             } else if ft.is_file() {
                 open_any_file(p, true)
             } else {
-                if FORMATS.iter().any(|f| (f.wants_file)(p)) {
+                if FORMATS.iter().any(|f| f.wants_file(p)) {
                     d.problems.warn(InputError::new(
                         p,
                         format!(
@@ -496,59 +384,20 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
     d
 }
 
-/// The default data dirs of the supported agents that exist on this machine:
-/// `$XDG_DATA_HOME/{opencode,kilo}` and `$HOME/.local/share/{opencode,kilo}`;
-/// Claude Code's `projects/` under each dir of `$CLAUDE_CONFIG_DIR`
-/// (comma-separated; a dir may also be a `projects/` dir itself), else under
-/// `$HOME/.config/claude` and `$HOME/.claude` (where ccusage looks too).
-/// Codex's `sessions/` and `archived_sessions/` under `$CODEX_HOME`, else
-/// `$HOME/.codex`.
+/// `$HOME` when set and not empty.
+pub fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The default data dirs of every supported agent that exist on this
+/// machine, in [`FORMATS`] order, each once (see each format's
+/// [`Format::default_paths`]).
 pub fn default_paths() -> Vec<PathBuf> {
-    let mut bases = Vec::new();
-    if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        bases.push(PathBuf::from(x));
-    }
-    if let Some(h) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        bases.push(PathBuf::from(h).join(".local/share"));
-    }
     let mut out: Vec<PathBuf> = Vec::new();
-    for b in bases {
-        for name in ["opencode", "kilo"] {
-            let p = b.join(name);
-            if p.is_dir() && !out.contains(&p) {
-                out.push(p);
-            }
-        }
-    }
-    let home = std::env::var_os("HOME").filter(|v| !v.is_empty());
-    let claude_dirs: Vec<PathBuf> = match std::env::var("CLAUDE_CONFIG_DIR") {
-        Ok(v) if !v.trim().is_empty() => v
-            .split(',')
-            .map(str::trim)
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .collect(),
-        _ => home
-            .iter()
-            .flat_map(|h| {
-                let h = PathBuf::from(h);
-                [h.join(".config/claude"), h.join(".claude")]
-            })
-            .collect(),
-    };
-    for d in claude_dirs {
-        let p = if d.file_name().is_some_and(|n| n == "projects") {
-            d
-        } else {
-            d.join("projects")
-        };
-        if p.is_dir() && !out.contains(&p) {
-            out.push(p);
-        }
-    }
-    if let Some(home) = codex::codex_home() {
-        for name in ["sessions", "archived_sessions"] {
-            let p = home.join(name);
+    for f in FORMATS {
+        for p in f.default_paths() {
             if p.is_dir() && !out.contains(&p) {
                 out.push(p);
             }

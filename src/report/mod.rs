@@ -3,11 +3,12 @@
 //! figure is a field of these structs, which the JSON exporter prints as is.
 
 mod json;
+pub mod rows;
 mod table;
 
 use crate::diagnose::{Finding, SeverityCounts};
+use crate::edit::StoredChange;
 use crate::error::Problems;
-use crate::formats::StoredChange;
 use crate::model::Usage;
 use serde::Serialize;
 
@@ -170,9 +171,9 @@ pub trait Exporter {
 }
 
 /// The exporter for `format`.
-pub fn exporter(format: crate::cli::Format) -> Box<dyn Exporter> {
+pub fn exporter(format: crate::cli::OutputFormat) -> Box<dyn Exporter> {
     match format {
-        crate::cli::Format::Table => Box::new(TableExporter::from_env()),
-        crate::cli::Format::Json => Box::new(JsonExporter),
+        crate::cli::OutputFormat::Table => Box::new(TableExporter::from_env()),
+        crate::cli::OutputFormat::Json => Box::new(JsonExporter),
     }
 }

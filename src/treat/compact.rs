@@ -14,7 +14,7 @@
 //!    `keep_turns` everything before the last N user turns, with a note.
 //!
 //! For a store whose agent re-reads everything on resume
-//! ([`Store::compact_drops_hidden_history`]: Codex), steps 1 and 4 always run,
+//! ([`Applier::replays_everything`]: Codex), steps 1 and 4 always run,
 //! `keep_turns` included.
 //!
 //! Treatments never write: each step returns edits, the format module applies
@@ -22,7 +22,7 @@
 
 use crate::budget::Budget;
 use crate::diagnose::media_before_newest;
-use crate::formats::{Change, Edit, Store, TextField};
+use crate::edit::{Applier, Change, Edit, TextField};
 use crate::measure::{agent_overhead, estimate_tokens, next_turn};
 use crate::model::{ParentLinks, PartKind, Role, Session, ToolStatus};
 use anyhow::Result;
@@ -425,7 +425,7 @@ fn why_unreachable(s: &Session, t: &Target, f: &Figures) -> String {
 }
 
 /// Plans the compaction of `s`, measuring each step on the edited model.
-pub fn plan(store: &dyn Store, s: &Session, t: &Target) -> Result<Plan> {
+pub fn plan(store: &dyn Applier, s: &Session, t: &Target) -> Result<Plan> {
     let overhead = agent_overhead(s);
     let before = figures(s, t, overhead, 0);
     let mut plan = Plan {
@@ -448,7 +448,7 @@ pub fn plan(store: &dyn Store, s: &Session, t: &Target) -> Result<Plan> {
         ("truncate-text", Box::new(|s| truncate_text(s, t))),
         ("cut-history", Box::new(|s| cut_history(s, t.keep_turns))),
     ];
-    let always = store.compact_drops_hidden_history();
+    let always = store.replays_everything();
     for (name, step) in steps {
         let forced = always && matches!(name, "strip-media" | "cut-history");
         if plan.fits && !forced {

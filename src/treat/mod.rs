@@ -1,4 +1,4 @@
-//! Treatments turn findings into [`crate::formats::Edit`]s. They never write
+//! Treatments turn findings into [`crate::edit::Edit`]s. They never write
 //! files: the format module applies edits to a copy.
 
 pub mod compact;

@@ -14,7 +14,7 @@
 //!   have different ids and are never touched.
 
 use crate::diagnose::{cycles, dangling, dangling_suggested_parents, stale_parents};
-use crate::formats::{Change, Edit};
+use crate::edit::{Change, Edit};
 use crate::model::{ParentLinks, ProblemKind, Role, Session};
 use std::collections::HashSet;
 

@@ -6,7 +6,7 @@
 
 use super::field;
 use super::parse::{finish, parse_line, problem_id, read_line_at};
-use crate::formats::{truncate_strings, Change, Edit, StoredChange, TextField};
+use crate::edit::{truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::{ProblemKind, Session};
 use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};

@@ -11,10 +11,12 @@
 //! its byte offset when it must be rewritten. Originals are opened read-only.
 
 mod edit;
-mod parse;
+pub(crate) mod parse;
 mod view;
 
-use crate::formats::{Edit, Store, StoredChange};
+use crate::edit::Applier;
+use crate::edit::{Edit, StoredChange};
+use crate::formats::{Copier, Store};
 use crate::model::{Agent, Session};
 use anyhow::Result;
 use serde_json::Value;
@@ -30,13 +32,49 @@ pub(crate) mod field {
     pub const LEAF: &str = "leafUuid";
 }
 
-/// The Claude Code format's detection hooks.
-pub const FORMAT: super::Format = super::Format {
-    name: "Claude Code <session>.jsonl",
-    wants_file: is_jsonl,
-    open_file,
-    open_dir,
-};
+/// The Claude Code format.
+pub struct Claude;
+
+impl super::Format for Claude {
+    fn name(&self) -> &'static str {
+        "Claude Code <session>.jsonl"
+    }
+
+    fn wants_file(&self, p: &Path) -> bool {
+        is_jsonl(p)
+    }
+
+    fn open_file(&self, p: &Path) -> super::Opened {
+        open_file(p)
+    }
+
+    /// The `projects/` dir of each comma-separated dir in
+    /// `$CLAUDE_CONFIG_DIR` (a dir may be a `projects/` dir itself), else of
+    /// `$HOME/.config/claude` and `$HOME/.claude` (where ccusage looks too).
+    fn default_paths(&self) -> Vec<PathBuf> {
+        let dirs: Vec<PathBuf> = match std::env::var("CLAUDE_CONFIG_DIR") {
+            Ok(v) if !v.trim().is_empty() => v
+                .split(',')
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .collect(),
+            _ => super::home()
+                .iter()
+                .flat_map(|h| [h.join(".config/claude"), h.join(".claude")])
+                .collect(),
+        };
+        dirs.into_iter()
+            .map(|d| {
+                if d.file_name().is_some_and(|n| n == "projects") {
+                    d
+                } else {
+                    d.join("projects")
+                }
+            })
+            .collect()
+    }
+}
 
 fn is_jsonl(p: &Path) -> bool {
     p.extension().is_some_and(|x| x == "jsonl")
@@ -162,11 +200,6 @@ pub fn open_file(p: &Path) -> Result<Option<Box<dyn Store>>> {
     Ok(Some(Box::new(ClaudeStore::new(p, &id))))
 }
 
-/// Claude Code has no store folders: sessions are found file by file.
-pub fn open_dir(_p: &Path) -> Result<Option<Box<dyn Store>>> {
-    Ok(None)
-}
-
 /// The `agent-*.jsonl` files of `dir` with the session id their lines name,
 /// sorted; read once per folder (a project of older versions can hold
 /// hundreds of them beside hundreds of sessions).
@@ -289,6 +322,31 @@ impl Store for ClaudeStore {
             .unwrap_or_default()
     }
 
+    fn session_ids(&self) -> Result<Vec<String>> {
+        Ok(vec![self.id.clone()])
+    }
+
+    fn load(&self, id: &str) -> Result<Session> {
+        if id != self.id {
+            anyhow::bail!("{}: no session {id}", self.main.display());
+        }
+        let (s, lens) = parse::load(&self.id, &self.files())?;
+        let _ = self.snapshot.set(lens);
+        Ok(s)
+    }
+
+    fn copier(&self) -> &dyn Copier {
+        self
+    }
+}
+
+impl Applier for ClaudeStore {
+    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
+        edit::apply(session, edits)
+    }
+}
+
+impl Copier for ClaudeStore {
     /// `projects/<encoded cwd>/<id>.jsonl` (the layout Claude Code reads), or
     /// `<id>.jsonl` for a file outside a `projects/` tree. Sub-agent files go
     /// beside it in the same relative places.
@@ -320,19 +378,6 @@ impl Store for ClaudeStore {
         v
     }
 
-    fn session_ids(&self) -> Result<Vec<String>> {
-        Ok(vec![self.id.clone()])
-    }
-
-    fn load(&self, id: &str) -> Result<Session> {
-        if id != self.id {
-            anyhow::bail!("{}: no session {id}", self.main.display());
-        }
-        let (s, lens) = parse::load(&self.id, &self.files())?;
-        let _ = self.snapshot.set(lens);
-        Ok(s)
-    }
-
     fn describe(
         &self,
         session: &Session,
@@ -340,10 +385,6 @@ impl Store for ClaudeStore {
         edit: &Edit,
     ) -> StoredChange {
         edit::describe(session, ix, edit)
-    }
-
-    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
-        edit::apply(session, edits)
     }
 
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {

@@ -191,7 +191,7 @@ fn content_parts(uuid: &str, content: &Value, tool_use_result_bytes: u64) -> Vec
 /// Builds the message of one transcript line `v`, stored at `line` (its
 /// `bytes` are the message's stored bytes); `sidechain_file` is true for
 /// sub-agent files. `None` for a line without a `uuid`.
-pub(super) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Option<Message> {
+pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Option<Message> {
     let uuid = str_of(v, field::UUID)?.to_string();
     let kind = str_of(v, "type").unwrap_or("");
     let subtype = str_of(v, "subtype").unwrap_or("");

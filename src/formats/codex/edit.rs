@@ -22,7 +22,7 @@
 
 use super::ids;
 use super::parse::{json_len, line_messages, visible_view, NOTE_MARKER};
-use crate::formats::{truncate_middle, Change, Edit, StoredChange, TextField};
+use crate::edit::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::{LineRef, Message, Session};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
@@ -85,15 +85,6 @@ fn item_mut(payload: &mut Value, rh: Option<usize>) -> Result<&mut Value> {
 fn truncate_str(s: &mut String, max: usize) {
     if let Some(t) = truncate_middle(s, max) {
         *s = t;
-    }
-}
-
-fn truncate_strings(v: &mut Value, max: usize) {
-    match v {
-        Value::String(s) => truncate_str(s, max),
-        Value::Array(a) => a.iter_mut().for_each(|x| truncate_strings(x, max)),
-        Value::Object(o) => o.values_mut().for_each(|x| truncate_strings(x, max)),
-        _ => {}
     }
 }
 

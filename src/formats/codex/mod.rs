@@ -11,9 +11,11 @@
 //! kept) and written as compact JSON. Originals are opened read-only.
 
 mod edit;
-mod parse;
+pub(crate) mod parse;
 
-use crate::formats::{Edit, Store, StoredChange};
+use crate::edit::Applier;
+use crate::edit::{Edit, StoredChange};
+use crate::formats::{Copier, Store};
 use crate::model::{Agent, Session};
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -68,14 +70,30 @@ pub mod ids {
     }
 }
 
-/// The Codex format's detection hooks. Any `.jsonl` is looked at: a rollout
-/// is recognised by its first line, whatever its name.
-pub const FORMAT: super::Format = super::Format {
-    name: "Codex rollout-*.jsonl",
-    wants_file: is_jsonl,
-    open_file,
-    open_dir,
-};
+/// The Codex format. Any `.jsonl` is looked at: a rollout is recognised by
+/// its first line, whatever its name.
+pub struct Codex;
+
+impl super::Format for Codex {
+    fn name(&self) -> &'static str {
+        "Codex rollout-*.jsonl"
+    }
+
+    fn wants_file(&self, p: &Path) -> bool {
+        is_jsonl(p)
+    }
+
+    fn open_file(&self, p: &Path) -> super::Opened {
+        open_file(p)
+    }
+
+    /// `sessions/` and `archived_sessions/` under `$CODEX_HOME`, else `$HOME/.codex`.
+    fn default_paths(&self) -> Vec<PathBuf> {
+        codex_home()
+            .map(|h| vec![h.join("sessions"), h.join("archived_sessions")])
+            .unwrap_or_default()
+    }
+}
 
 fn is_jsonl(p: &Path) -> bool {
     p.extension().is_some_and(|x| x == "jsonl")
@@ -121,11 +139,6 @@ pub fn open_file(p: &Path) -> Result<Option<Box<dyn Store>>> {
         path: p.to_path_buf(),
         snapshot: Default::default(),
     })))
-}
-
-/// A folder is never a Codex store (each rollout file is one): walking goes on.
-pub fn open_dir(_: &Path) -> Result<Option<Box<dyn Store>>> {
-    Ok(None)
 }
 
 /// `$CODEX_HOME`, else `$HOME/.codex`.
@@ -240,15 +253,6 @@ impl Store for CodexStore {
         Vec::new()
     }
 
-    fn copy_base(&self) -> PathBuf {
-        self.home_and_rel().0
-    }
-
-    /// `sessions/YYYY/MM/DD/rollout-….jsonl` (the path below the Codex home).
-    fn copy_path(&self) -> PathBuf {
-        self.home_and_rel().1
-    }
-
     fn session_ids(&self) -> Result<Vec<String>> {
         let id = first_line(&self.path)?
             .and_then(|v| match parse::classify(&v, true) {
@@ -281,12 +285,35 @@ impl Store for CodexStore {
         Ok(s)
     }
 
-    fn describe(&self, session: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
-        edit::describe(session, ix, e)
+    fn copier(&self) -> &dyn Copier {
+        self
     }
+}
 
+impl Applier for CodexStore {
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
         edit::apply(session, edits)
+    }
+
+    /// Codex reads the whole rollout on resume: a compact copy always keeps
+    /// only `session_meta`, the newest `compacted` line and what follows it.
+    fn replays_everything(&self) -> bool {
+        true
+    }
+}
+
+impl Copier for CodexStore {
+    fn copy_base(&self) -> PathBuf {
+        self.home_and_rel().0
+    }
+
+    /// `sessions/YYYY/MM/DD/rollout-….jsonl` (the path below the Codex home).
+    fn copy_path(&self) -> PathBuf {
+        self.home_and_rel().1
+    }
+
+    fn describe(&self, session: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
+        edit::describe(session, ix, e)
     }
 
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
@@ -295,12 +322,6 @@ impl Store for CodexStore {
             None => crate::formats::complete_len(&self.path)?,
         };
         edit::write_copy(&self.path, len, dest, edits, replace)
-    }
-
-    /// Codex reads the whole rollout on resume: a compact copy always keeps
-    /// only `session_meta`, the newest `compacted` line and what follows it.
-    fn compact_drops_hidden_history(&self) -> bool {
-        true
     }
 }
 

@@ -2,7 +2,7 @@
 //! legacy JSON store. Unchanged fields (unknown ones included) are kept.
 
 use super::{parse_message, parse_part, visible_view, PARENT_FIELD};
-use crate::formats::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
+use crate::edit::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::Session;
 use anyhow::{anyhow, Result};
 use serde_json::{json, Map, Value};

@@ -5,7 +5,9 @@
 
 use super::edit::{self, Layout};
 use super::{assemble, parse_message, parse_part};
-use crate::formats::{Change, Edit, Store, StoredChange};
+use crate::edit::Applier;
+use crate::edit::{Change, Edit, StoredChange};
+use crate::formats::{Copier, Store};
 use crate::model::{Agent, LoadProblem, ProblemKind, Session};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
@@ -133,10 +135,6 @@ impl Store for LegacyStore {
         &self.path
     }
 
-    fn copy_path(&self) -> PathBuf {
-        PathBuf::from("storage")
-    }
-
     fn session_ids(&self) -> Result<Vec<String>> {
         let mut v: Vec<(i64, String)> = self
             .session_files()
@@ -212,6 +210,29 @@ impl Store for LegacyStore {
         Ok(session)
     }
 
+    fn copier(&self) -> &dyn Copier {
+        self
+    }
+}
+
+impl Applier for LegacyStore {
+    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
+        edit::apply(session, edits, Layout::Legacy)
+    }
+}
+
+impl Copier for LegacyStore {
+    fn copy_base(&self) -> PathBuf {
+        self.path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    fn copy_path(&self) -> PathBuf {
+        PathBuf::from("storage")
+    }
+
     fn describe(
         &self,
         session: &Session,
@@ -219,10 +240,6 @@ impl Store for LegacyStore {
         edit: &Edit,
     ) -> StoredChange {
         edit::describe(session, ix, edit)
-    }
-
-    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
-        edit::apply(session, edits, Layout::Legacy)
     }
 
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {

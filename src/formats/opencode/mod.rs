@@ -18,13 +18,41 @@ pub use view::visible_view;
 /// Stored field names of the opencode message and part shapes.
 const PARENT_FIELD: &str = "parentID";
 
-/// The opencode / Kilo format's detection hooks.
-pub const FORMAT: super::Format = super::Format {
-    name: "opencode.db, kilo.db, legacy opencode storage/",
-    wants_file: looks_like_db,
-    open_file,
-    open_dir,
-};
+/// The opencode / Kilo format.
+pub struct Opencode;
+
+impl super::Format for Opencode {
+    fn name(&self) -> &'static str {
+        "opencode.db, kilo.db, legacy opencode storage/"
+    }
+
+    fn wants_file(&self, p: &Path) -> bool {
+        looks_like_db(p)
+    }
+
+    fn open_file(&self, p: &Path) -> super::Opened {
+        open_file(p)
+    }
+
+    fn open_dir(&self, p: &Path) -> super::Opened {
+        open_dir(p)
+    }
+
+    /// `$XDG_DATA_HOME/{opencode,kilo}` and `$HOME/.local/share/{opencode,kilo}`.
+    fn default_paths(&self) -> Vec<std::path::PathBuf> {
+        let mut bases = Vec::new();
+        if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+            bases.push(std::path::PathBuf::from(x));
+        }
+        if let Some(h) = super::home() {
+            bases.push(h.join(".local/share"));
+        }
+        bases
+            .iter()
+            .flat_map(|b| ["opencode", "kilo"].map(|n| b.join(n)))
+            .collect()
+    }
+}
 
 /// True for file names the SQLite module should look at while walking folders.
 pub fn looks_like_db(p: &Path) -> bool {
@@ -62,7 +90,7 @@ fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 /// Builds a [`Message`] from an opencode message info (`raw`, as stored: with or
 /// without `id`/`sessionID`). `time_created` is the stored column or `time.created`.
 /// Errors name the missing or mistyped field.
-fn parse_message(
+pub(crate) fn parse_message(
     id: &str,
     raw: Value,
     info_bytes: u64,
@@ -145,7 +173,7 @@ use crate::measure::char_count as chars;
 const CLEARED_TOOL_OUTPUT: &str = "[Old tool result content cleared]";
 
 /// Builds a [`Part`] from an opencode part (`raw`, as stored).
-fn parse_part(
+pub(crate) fn parse_part(
     id: &str,
     message_id: &str,
     raw: Value,

@@ -4,8 +4,10 @@
 
 use super::edit::{self, Layout};
 use super::{assemble, parse_message, parse_part};
+use crate::edit::Applier;
+use crate::edit::{Change, Edit, StoredChange};
 use crate::formats::sqlite::Snapshot;
-use crate::formats::{Change, Edit, Store, StoredChange};
+use crate::formats::{Copier, Store};
 use crate::model::{Agent, LoadProblem, ProblemKind, Session};
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::Connection;
@@ -124,13 +126,6 @@ impl Store for SqliteStore {
                 .is_some_and(|n| n == "opencode" || n == "kilo")
         });
         dir.map(|d| vec![d.to_path_buf()]).unwrap_or_default()
-    }
-
-    fn copy_path(&self) -> PathBuf {
-        self.path
-            .file_name()
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("opencode.db"))
     }
 
     fn session_ids(&self) -> Result<Vec<String>> {
@@ -271,6 +266,32 @@ impl Store for SqliteStore {
         Ok(session)
     }
 
+    fn copier(&self) -> &dyn Copier {
+        self
+    }
+}
+
+impl Applier for SqliteStore {
+    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
+        edit::apply(session, edits, Layout::Sqlite)
+    }
+}
+
+impl Copier for SqliteStore {
+    fn copy_base(&self) -> PathBuf {
+        self.path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    fn copy_path(&self) -> PathBuf {
+        self.path
+            .file_name()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("opencode.db"))
+    }
+
     fn describe(
         &self,
         session: &Session,
@@ -278,10 +299,6 @@ impl Store for SqliteStore {
         edit: &Edit,
     ) -> StoredChange {
         edit::describe(session, ix, edit)
-    }
-
-    fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
-        edit::apply(session, edits, Layout::Sqlite)
     }
 
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {

@@ -1,0 +1,219 @@
+//! The engine every command runs on: discover stores, then stream sessions
+//! through `load -> diagnose -> f` on a pool of worker threads.
+//!
+//! - **Bounded memory.** A session is loaded by one worker, turned by the
+//!   command's function into a small result (a report row, an edit plan),
+//!   and dropped before that worker takes the next one: at most `--jobs`
+//!   sessions are in memory at once, whatever the size of the store.
+//! - **Deterministic order.** Results come back in store order (the order
+//!   stores were found: input paths as given, folders walked sorted by
+//!   name), then session order within a store (oldest first), whatever the
+//!   number of threads.
+//! - **Parallel.** Listing sessions runs over stores, loading over sessions
+//!   (rayon); each worker opens its own SQLite connection.
+//! - **Errors.** A store that cannot list its sessions, or a session that
+//!   cannot be loaded, becomes an [`InputError`]: the rest goes on and the
+//!   exit code is 2 at the end.
+//! - **Progress.** One bar on stderr, in bytes of input (what takes the
+//!   time), drawn only when stderr is a terminal.
+
+use crate::cli::{BudgetArgs, Common};
+use crate::diagnose::{diagnose, Finding, Options};
+use crate::error::{InputError, Problems};
+use crate::formats::{discover, Store};
+use crate::model::Session;
+use anyhow::{bail, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// One session to process: its store (index into [`Engine::stores`]), its
+/// id, and the bytes of input it stands for (progress).
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub store: usize,
+    pub id: String,
+    pub bytes: u64,
+}
+
+/// A session loaded and diagnosed, handed to a command's function.
+pub struct Loaded {
+    pub session: Session,
+    pub findings: Vec<Finding>,
+    pub options: Options,
+}
+
+/// A progress bar in bytes of input, on stderr when it is a terminal.
+pub struct Progress {
+    pb: ProgressBar,
+}
+
+impl Progress {
+    fn new(total: u64) -> Progress {
+        let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        if !std::io::stderr().is_terminal() {
+            pb.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        pb.set_style(
+            ProgressStyle::with_template(
+                "{spinner} {bytes}/{total_bytes} ({bytes_per_sec}, {eta}) {wide_msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Progress { pb }
+    }
+
+    /// Counts `bytes` more of work (reading or writing).
+    pub fn inc(&self, bytes: u64) {
+        self.pb.inc(bytes);
+    }
+
+    /// Adds `bytes` to the total (work discovered later, e.g. copies to write).
+    pub fn grow(&self, bytes: u64) {
+        self.pb.inc_length(bytes);
+    }
+
+    pub fn finish(&self) {
+        self.pb.finish_and_clear();
+    }
+}
+
+/// Stores found, the problems met so far, and the worker pool.
+pub struct Engine {
+    pub stores: Vec<Box<dyn Store>>,
+    pub problems: Problems,
+    /// The paths that were read (given, or the default data dirs).
+    pub inputs: Vec<PathBuf>,
+    budget: BudgetArgs,
+    pool: rayon::ThreadPool,
+    pub progress: Progress,
+}
+
+impl Engine {
+    /// Discovers the stores of `common`'s paths (or the default data dirs).
+    /// Fails (exit 2) when no path was given and no data dir exists.
+    pub fn open(common: &Common) -> Result<Engine> {
+        let paths = common.paths();
+        if paths.is_empty() {
+            bail!("no PATH given and no data dir found (opencode and Kilo under $XDG_DATA_HOME or $HOME/.local/share; Claude Code projects/ under $CLAUDE_CONFIG_DIR, $HOME/.config/claude or $HOME/.claude; Codex sessions/ and archived_sessions/ under $CODEX_HOME or $HOME/.codex)");
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(common.jobs())
+            .thread_name(|i| format!("session-doctor-{i}"))
+            .build()?;
+        let d = pool.install(|| discover(&paths));
+        let mut problems = d.problems;
+        if let Err(e) = crate::budget::check_models_json(&common.budget.limit_options()) {
+            problems.error(e);
+        }
+        let total = pool.install(|| d.stores.par_iter().map(|s| s.input_bytes()).sum());
+        Ok(Engine {
+            stores: d.stores,
+            problems,
+            inputs: paths,
+            budget: common.budget.clone(),
+            pool,
+            progress: Progress::new(total),
+        })
+    }
+
+    /// Every session of every store (or only `only`), in store order then
+    /// session order. A store that cannot list its sessions is an error and
+    /// is left out. `only` names no session: an error (exit 2).
+    pub fn items(&mut self, only: Option<&str>) -> Result<Vec<Item>> {
+        let listed: Vec<Result<Vec<String>>> = self
+            .pool
+            .install(|| self.stores.par_iter().map(|s| s.session_ids()).collect());
+        let mut items = Vec::new();
+        for (i, r) in listed.into_iter().enumerate() {
+            let store = &self.stores[i];
+            match r {
+                Ok(ids) => {
+                    let n = ids.len().max(1) as u64;
+                    let bytes = store.input_bytes() / n;
+                    for id in ids {
+                        if only.is_none_or(|o| o == id) {
+                            items.push(Item {
+                                store: i,
+                                id,
+                                bytes,
+                            });
+                        }
+                    }
+                }
+                Err(e) => self
+                    .problems
+                    .error(InputError::from_anyhow(store.path(), &e)),
+            }
+        }
+        if let Some(id) = only {
+            if items.is_empty() {
+                self.progress.finish();
+                bail!(
+                    "session {id} not found in {}",
+                    self.inputs
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        Ok(items)
+    }
+
+    /// Loads and diagnoses every item on the worker pool and maps it with
+    /// `f`, keeping item order; at most one session per worker is alive at
+    /// a time. A session that cannot be loaded gives `None` (and an error).
+    pub fn map<T: Send>(
+        &mut self,
+        items: &[Item],
+        f: impl Fn(&dyn Store, Loaded) -> T + Sync + Send,
+    ) -> Vec<Option<T>> {
+        let stores = &self.stores;
+        let budget = &self.budget;
+        let progress = &self.progress;
+        let results: Vec<Result<T, InputError>> = self.pool.install(|| {
+            items
+                .par_iter()
+                .map(|it| {
+                    let store = stores[it.store].as_ref();
+                    let r = store
+                        .load(&it.id)
+                        .map_err(|e| InputError::from_anyhow(store.path(), &e))
+                        .map(|session| {
+                            let options = budget.options_for(&session);
+                            let findings = diagnose(&session, &options);
+                            f(
+                                store,
+                                Loaded {
+                                    session,
+                                    findings,
+                                    options,
+                                },
+                            )
+                        });
+                    progress.inc(it.bytes);
+                    r
+                })
+                .collect()
+        });
+        results
+            .into_iter()
+            .map(|r| match r {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    self.problems.error(e);
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// Runs `f` on the worker pool (for work that is not per session, such
+    /// as writing copies of several stores).
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(f)
+    }
+}

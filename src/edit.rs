@@ -1,0 +1,152 @@
+//! The neutral edit vocabulary: what a treatment asks to change in a copy,
+//! in the model's terms ([`Edit`], [`Change`]), and how a change looks in
+//! storage once a format describes it ([`StoredChange`]). Treatments produce
+//! edits; only the format module that owns a session applies them. Nothing
+//! here knows a storage format.
+
+/// A change to make in a copy of a store. Treatments produce these; only the
+/// format module that owns the session knows how to write them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edit {
+    pub session_id: String,
+    pub message_id: String,
+    pub change: Change,
+}
+
+/// Which text of a part a truncation applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextField {
+    /// The output of a completed tool call.
+    ToolOutput,
+    /// The string values of a tool call's input.
+    ToolInput,
+    /// The text of a text or reasoning part.
+    Text,
+}
+
+/// What an [`Edit`] changes, in the model's terms.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Point the message's parent at another message.
+    SetParent { old: Option<String>, new: String },
+    /// Remove the message's parent: it becomes a root (breaks a parent cycle
+    /// where no earlier message can be its parent).
+    ClearParent { old: String },
+    /// Replace the inline media of a part by `placeholder` text (one line per
+    /// media item). The part keeps its id; its type only changes where the
+    /// agent's schema has no room for text (a file part becomes a text part).
+    StripMedia {
+        part_id: String,
+        placeholder: String,
+    },
+    /// Keep the first and last `max_chars / 2` characters of a text field,
+    /// with a marker saying how many characters were removed in between.
+    Truncate {
+        part_id: String,
+        field: TextField,
+        max_chars: usize,
+    },
+    /// Remove the message and its parts from the copy. For a line-oriented
+    /// store the message id may also name a load problem (a torn last line).
+    DropMessage,
+    /// Remove every later stored copy of the message id, keeping the first
+    /// (an agent that re-wrote lines with the same id).
+    DropCopies,
+    /// Add a synthetic text part with `text` at the start of the message (the
+    /// format chooses the new part's id).
+    AddNote { text: String },
+}
+
+impl Change {
+    /// Short name for reports (`set-parent`, `strip-media`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Change::SetParent { .. } => "set-parent",
+            Change::ClearParent { .. } => "clear-parent",
+            Change::StripMedia { .. } => "strip-media",
+            Change::Truncate { .. } => "truncate",
+            Change::DropMessage => "drop-message",
+            Change::DropCopies => "drop-copies",
+            Change::AddNote { .. } => "add-note",
+        }
+    }
+
+    /// The part the change touches, if it touches one.
+    pub fn part_id(&self) -> Option<&str> {
+        match self {
+            Change::StripMedia { part_id, .. } | Change::Truncate { part_id, .. } => Some(part_id),
+            _ => None,
+        }
+    }
+}
+
+/// The marker a truncation leaves in the text.
+pub fn truncation_marker(removed_chars: usize) -> String {
+    format!("[... {removed_chars} characters removed by session-doctor compact ...]")
+}
+
+/// Keeps the first and last `max_chars / 2` characters of `text` with a
+/// [`truncation_marker`] between them; `None` when `text` already fits.
+pub fn truncate_middle(text: &str, max_chars: usize) -> Option<String> {
+    let n = text.chars().count();
+    if n <= max_chars {
+        return None;
+    }
+    let head = max_chars / 2;
+    let tail = max_chars - head;
+    let removed = n - head - tail;
+    let mut out: String = text.chars().take(head).collect();
+    out.push('\n');
+    out.push_str(&truncation_marker(removed));
+    out.push('\n');
+    out.extend(text.chars().skip(n - tail));
+    Some(out)
+}
+
+/// [`truncate_middle`] on every string inside `v` (tool inputs, structured outputs).
+pub fn truncate_strings(v: &mut serde_json::Value, max_chars: usize) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => {
+            if let Some(t) = truncate_middle(s, max_chars) {
+                *s = t;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| truncate_strings(x, max_chars)),
+        Value::Object(o) => o.values_mut().for_each(|x| truncate_strings(x, max_chars)),
+        _ => {}
+    }
+}
+
+/// A change as it is stored: the stored field name with old and new values.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StoredChange {
+    pub session_id: String,
+    pub message_id: String,
+    /// The part changed, for part-level changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part_id: Option<String>,
+    pub field: String,
+    pub old: serde_json::Value,
+    pub new: serde_json::Value,
+}
+
+/// What a treatment needs from the format that owns a session: the session
+/// as it would be with some edits applied (to measure a plan before any
+/// copy is written).
+pub trait Applier {
+    /// `session` with `edits` applied, every figure recomputed as the copy
+    /// will hold it.
+    fn apply(
+        &self,
+        session: &crate::model::Session,
+        edits: &[Edit],
+    ) -> anyhow::Result<crate::model::Session>;
+    /// Whether `compact` always strips historical media and drops the
+    /// history the agent no longer sends, even when the session fits: true
+    /// where the agent re-reads the whole store on resume (Codex replays
+    /// every rollout line).
+    fn replays_everything(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,122 @@
+//! Report rows built from a loaded session: the small figures each command
+//! keeps once the session itself is dropped.
+
+use super::*;
+use crate::diagnose::Options;
+use crate::model::{Part, Session};
+
+/// `list`: the row of one session.
+pub fn list_row(s: &Session, findings: &[Finding]) -> ListRow {
+    ListRow {
+        agent: s.agent.name(),
+        id: s.id.clone(),
+        title: s.title.clone(),
+        source: s.source.display().to_string(),
+        messages: s.messages.len(),
+        parts: s.part_count(),
+        payload_bytes: s.payload_bytes(),
+        media_bytes: s.media_bytes(),
+        compactions: s.compactions(),
+        context_tokens: s.context_tokens(),
+        tokens_total: s.tokens_total(),
+        findings: SeverityCounts::of(findings),
+        notes: s.notes.clone(),
+    }
+}
+
+/// `check`: the findings of one session with the budget they were measured against.
+pub fn check_session(s: &Session, findings: Vec<Finding>, options: &Options) -> CheckSession {
+    CheckSession {
+        agent: s.agent.name(),
+        id: s.id.clone(),
+        source: s.source.display().to_string(),
+        budget: options.budget.as_ref().ok().cloned(),
+        budget_unknown: options.budget.as_ref().err().cloned(),
+        notes: s.notes.clone(),
+        findings,
+    }
+}
+
+/// `inspect`: one part.
+pub fn part_row(p: &Part) -> PartRow {
+    PartRow {
+        id: p.id.clone(),
+        message_id: p.message_id.clone(),
+        kind: p.kind_name.clone(),
+        payload_bytes: p.payload_bytes,
+        media_bytes: p.media.iter().map(|m| m.decoded_bytes).sum(),
+        media_count: p.media.len(),
+        tokens_estimated: crate::measure::estimate_tokens(p.model_chars),
+        synthetic: p.synthetic,
+        tool: p.tool.as_ref().map(|t| t.name.clone()),
+        tool_status: p
+            .tool
+            .as_ref()
+            .map(|t| format!("{:?}", t.status).to_lowercase()),
+    }
+}
+
+/// Flags of message `i` (`visible`: [`Session::visible_mask`]).
+fn flags(s: &Session, visible: &[bool], i: usize) -> Vec<&'static str> {
+    let m = &s.messages[i];
+    let mut f = Vec::new();
+    if m.compaction().is_some() {
+        f.push("compaction");
+    }
+    if m.summary {
+        f.push("summary");
+    }
+    if m.synthetic() {
+        f.push("synthetic");
+    }
+    if m.error.is_some() {
+        f.push("error");
+    }
+    if m.sidechain {
+        f.push("sidechain");
+    }
+    f.push(if visible.get(i).copied().unwrap_or(false) {
+        "visible"
+    } else {
+        "hidden"
+    });
+    f
+}
+
+/// `inspect`: one row per message, and the `top` largest parts.
+pub fn inspect_session(s: &Session, top: Option<usize>) -> InspectSession {
+    let visible = s.visible_mask();
+    let messages = s
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| MessageRow {
+            index: i,
+            id: m.id.clone(),
+            role: m.role.as_str().to_string(),
+            parent_id: m.parent_id.clone(),
+            line: m.line.map(|l| l.line),
+            time_created: m.time_created,
+            payload_bytes: m.payload_bytes(),
+            media_bytes: m.media_bytes(),
+            media_count: m.media_count(),
+            tokens_estimated: m.tokens_estimated(),
+            tokens_reported: m.usage,
+            parts: m.parts.iter().map(part_row).collect(),
+            flags: flags(s, &visible, i),
+        })
+        .collect();
+    let top_parts = top.map(|n| {
+        let mut all: Vec<&Part> = s.messages.iter().flat_map(|m| &m.parts).collect();
+        all.sort_by(|a, b| b.payload_bytes.cmp(&a.payload_bytes).then(a.id.cmp(&b.id)));
+        all.into_iter().take(n).map(part_row).collect()
+    });
+    InspectSession {
+        agent: s.agent.name(),
+        id: s.id.clone(),
+        source: s.source.display().to_string(),
+        visible_messages: s.visible.len(),
+        messages,
+        top_parts,
+    }
+}
