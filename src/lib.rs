@@ -21,6 +21,7 @@ pub mod fuzz;
 pub mod measure;
 pub mod model;
 pub mod report;
+pub mod sizing;
 pub mod treat;
 
 pub use commands::run;

@@ -1,6 +1,7 @@
-//! Measures shared by every format: token estimate and inline media decoding.
+//! Measures shared by every format: token estimate and inline media
+//! decoding. Pure functions of text and bytes: nothing here knows the
+//! session model (which builds on this module, not the other way round).
 
-use crate::model::Media;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
@@ -64,6 +65,19 @@ pub fn media_from_base64(mime: &str, data: &str, filename: Option<&str>) -> Medi
     }
 }
 
+/// An inline media item (base64 data URL or base64 block) found in a part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Media {
+    pub mime: String,
+    pub filename: Option<String>,
+    /// Decoded size in bytes (not the base64 length).
+    pub decoded_bytes: u64,
+    /// Length in bytes of the data URL (or base64 data) as stored.
+    pub encoded_bytes: u64,
+    /// Lowercase hex SHA-256 of the decoded bytes.
+    pub sha256: String,
+}
+
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
@@ -91,72 +105,5 @@ mod tests {
         assert_eq!(m.sha256, sha256_hex(b"hello"));
         assert!(parse_data_url("file:///x.png", None).is_none());
         assert!(parse_data_url("data:text/plain,hello", None).is_none());
-    }
-}
-
-/// What the agent would send on the next turn, measured on the model-visible view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct NextTurn {
-    /// Tokens the next request carries: the last reported context count plus
-    /// the estimate of visible messages after it, or the estimate alone.
-    pub tokens: u64,
-    /// `true` when `tokens` starts from a reported count.
-    pub reported: bool,
-    /// Estimated tokens of the visible messages alone (characters / 4).
-    pub tokens_estimated: u64,
-    /// Tokens the agent adds beyond the messages (system prompt, tool schemas),
-    /// derived as reported minus estimated at the last report; 0 without a report.
-    pub overhead_tokens: u64,
-    /// Bytes of the visible messages' content on the wire (base64 media included).
-    pub wire_bytes: u64,
-}
-
-/// Measures the next turn of `s`. With `overhead`, uses that overhead instead
-/// of deriving it (to measure an edited copy against its original's calibration).
-pub fn next_turn(s: &crate::model::Session, overhead: Option<u64>) -> NextTurn {
-    use crate::model::Role;
-    let est: Vec<u64> = s
-        .visible
-        .iter()
-        .map(|&i| s.messages[i].tokens_estimated())
-        .collect();
-    let tokens_estimated: u64 = est.iter().sum();
-    let wire_bytes = s.visible.iter().map(|&i| s.messages[i].wire_bytes()).sum();
-    let last = s.visible.iter().rposition(|&i| {
-        let m = &s.messages[i];
-        m.role == Role::Assistant && !m.summary && !m.usage.is_zero()
-    });
-    let derived = last.map(|k| {
-        let reported = s.messages[s.visible[k]].usage.overflow_count();
-        reported.saturating_sub(est[..=k].iter().sum())
-    });
-    let overhead_tokens = overhead.or(derived).unwrap_or(0);
-    NextTurn {
-        tokens: tokens_estimated + overhead_tokens,
-        reported: derived.is_some() && overhead.is_none(),
-        tokens_estimated,
-        overhead_tokens,
-        wire_bytes,
-    }
-}
-
-/// Tokens the agent adds to every request beyond the messages (system prompt,
-/// tool schemas), calibrated where history is smallest: the first assistant
-/// with reported usage (its count minus the estimate of the messages up to it),
-/// and the last visible one; the smaller wins. 0 without any report.
-pub fn agent_overhead(s: &crate::model::Session) -> u64 {
-    use crate::model::Role;
-    let has_usage = |m: &crate::model::Message| {
-        m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage.is_zero()
-    };
-    let first = s.messages.iter().position(has_usage).map(|a| {
-        let est: u64 = s.messages[..=a].iter().map(|m| m.tokens_estimated()).sum();
-        s.messages[a].usage.overflow_count().saturating_sub(est)
-    });
-    let last = next_turn(s, None);
-    match (first, last.reported) {
-        (Some(f), true) => f.min(last.overhead_tokens),
-        (Some(f), false) => f,
-        (None, _) => 0,
     }
 }

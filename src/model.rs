@@ -73,9 +73,9 @@ pub struct Usage {
 impl Usage {
     /// The count opencode compares with its overflow threshold:
     /// `tokens.total`, else `input + output + cache.read + cache.write`
-    /// (opencode 1.18.33 `overflow` check, see shared/formats/opencode-kilo.md section 7).
+    /// (opencode 1.18.33 `overflow` check, see docs/formats/opencode-kilo.md section 8.1).
     /// For Claude Code `total` is the context size of the turn
-    /// (shared/formats/claude-code-codex.md section 1.3).
+    /// (docs/formats/claude-code.md section 6).
     pub fn overflow_count(&self) -> u64 {
         match self.total {
             Some(t) if t > 0 => t,
@@ -111,18 +111,7 @@ pub struct StoredError {
     pub response_body: Option<String>,
 }
 
-/// An inline media item (base64 data URL) found in a part.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Media {
-    pub mime: String,
-    pub filename: Option<String>,
-    /// Decoded size in bytes (not the base64 length).
-    pub decoded_bytes: u64,
-    /// Length in bytes of the data URL as stored (base64 included).
-    pub encoded_bytes: u64,
-    /// Lowercase hex SHA-256 of the decoded bytes.
-    pub sha256: String,
-}
+pub use crate::measure::Media;
 
 /// Kind of a part, in the field's terms.
 #[derive(Debug, Clone, PartialEq, Eq)]

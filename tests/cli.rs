@@ -114,3 +114,31 @@ fn shipped_completions_match_the_cli() {
         );
     }
 }
+
+/// Issue 8: the README's table of finding codes lists exactly the codes of
+/// the rule registry, each with its severity.
+#[test]
+fn readme_finding_table_matches_the_rule_registry() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("## Finding codes")
+        .expect("a finding codes section");
+    let mut documented: Vec<(String, String)> = readme[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with("| code"))
+        .skip(2)
+        .take_while(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells[1].trim_matches('`').to_string(), cells[2].to_string())
+        })
+        .collect();
+    documented.sort();
+    let mut registry: Vec<(String, String)> = session_doctor::diagnose::RULES
+        .iter()
+        .map(|r| (r.code.as_str().to_string(), r.severity.as_str().to_string()))
+        .collect();
+    registry.sort();
+    assert_eq!(documented, registry);
+}

@@ -2,7 +2,7 @@
 //! was not cut. Kilo's summaries carry only a text part and zero tokens by
 //! design: that alone is not a failure.
 
-use super::{Finding, Severity};
+use super::{Code, Finding, Severity};
 use crate::model::{Role, Session};
 
 pub fn check(s: &Session) -> Vec<Finding> {
@@ -12,7 +12,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
         .filter_map(|m| {
             let e = m.error.as_ref()?;
             let mut f = Finding::new(
-                "compaction-failed",
+                Code::CompactionFailed,
                 Severity::Warning,
                 Some(&m.id),
                 format!(

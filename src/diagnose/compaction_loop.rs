@@ -23,7 +23,7 @@
 //! (`postTokens`) no lower than 95% of its trigger made no progress by
 //! itself: it stalls too, and is listed in `no_progress_ids`.
 
-use super::{Finding, Severity};
+use super::{Code, Finding, Severity};
 use crate::model::{Message, Role, Session};
 
 /// 95%: a compaction that does not bring the count below this share of the
@@ -126,7 +126,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
         .map(|c| {
             let last = &s.messages[*c.compactions.last().expect("chain is never empty")];
             let mut f = Finding::new(
-                "compaction-loop",
+                Code::CompactionLoop,
                 Severity::Error,
                 Some(&last.id),
                 format!(

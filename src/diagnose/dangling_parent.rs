@@ -4,14 +4,8 @@
 //! attachment lines, compaction and local-command roots, sidechains, the
 //! first line of a resumed session; claude-code-log's "expected roots") are
 //! not reported.
-//!
-//! `dangling-logical-parent` (warning): a `logicalParentUuid` (Claude Code's
-//! informational link from a compaction boundary to the last message before
-//! it) that names no message. The agent never follows it, but tools that
-//! "continue the line" across a compaction do (shared/formats/claude-code-codex.md
-//! section 1.5, S2; seen in real data).
 
-use super::{Finding, Severity};
+use super::{Code, Finding, Severity};
 use crate::model::{ParentLinks, Role, Session};
 use std::collections::HashMap;
 
@@ -139,7 +133,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             let m = &s.messages[i];
             let pid = m.parent_id.clone().unwrap_or_default();
             let mut f = Finding::new(
-                "dangling-parent",
+                Code::DanglingParent,
                 Severity::Error,
                 Some(&m.id),
                 format!(
@@ -156,35 +150,6 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 f = f.with("line", l.line);
             }
             f
-        })
-        .collect()
-}
-
-/// `dangling-logical-parent`: see the module doc.
-pub fn check_logical(s: &Session) -> Vec<Finding> {
-    let ids = s.id_index();
-    s.messages
-        .iter()
-        .filter_map(|m| {
-            let lp = m.logical_parent_id.as_deref()?;
-            if ids.contains_key(lp) {
-                return None;
-            }
-            let mut f = Finding::new(
-                "dangling-logical-parent",
-                Severity::Warning,
-                Some(&m.id),
-                format!(
-                    "message {} names logical parent {lp}, which is not a message of this session",
-                    m.id
-                ),
-                "the agent never follows this link; tools that join the history across a compaction lose the thread here. No repair needed.",
-            )
-            .with("logical_parent_id", lp.to_string());
-            if let Some(l) = m.line {
-                f = f.with("line", l.line);
-            }
-            Some(f)
         })
         .collect()
 }

@@ -5,7 +5,7 @@
 //! not a request's count. Codex 0.104 persisted such counts: a `token_count`
 //! whose `last_token_usage` is all zero except `total_tokens` = 940,499 in a
 //! 258,400-token window, right before and after a remote compaction
-//! (shared/real-sessions/codex/localpush). Warning: size figures that start
+//! (the codex/localpush fixtures; docs/formats/codex.md section 9). Warning: size figures that start
 //! from such a count are off.
 //!
 //! Counted: every message's stored usage (`Usage::overflow_count`) and every
@@ -14,7 +14,7 @@
 //! same usage and are grouped. Equal counts are reported once, with every
 //! message that stores them.
 
-use super::{Finding, Options, Severity};
+use super::{Code, Finding, Options, Severity};
 use crate::model::{Role, Session};
 
 pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
@@ -53,7 +53,7 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
     seen.into_iter()
         .map(|(what, tokens, ids)| {
             Finding::new(
-                "impossible-usage",
+                Code::ImpossibleUsage,
                 Severity::Warning,
                 ids.first().map(String::as_str),
                 format!(

@@ -4,7 +4,7 @@
 //! rule: only the newest media stays useful; older images are resent on every
 //! turn). Identical media are counted once, with their repeat count.
 
-use super::{Finding, Severity};
+use super::{Code, Finding, Severity};
 use crate::model::Session;
 
 /// Indexes of messages whose media is historical: every message carrying
@@ -60,7 +60,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
     }
     let distinct_bytes: u64 = distinct.iter().map(|d| d.1).sum();
     vec![Finding::new(
-        "media-in-history",
+        Code::MediaInHistory,
         Severity::Warning,
         Some(&s.messages[idx[0]].id),
         format!(

@@ -2,11 +2,13 @@
 
 mod compaction_failed;
 mod compaction_loop;
+mod dangling_logical_parent;
 mod dangling_parent;
+mod duplicate_id;
 mod impossible_usage;
-mod integrity;
 mod media_history;
 mod orphan_in_context;
+mod orphan_part;
 mod over_budget;
 mod overflow_error;
 mod parent_cycle;
@@ -65,11 +67,202 @@ impl Severity {
     }
 }
 
+/// Every finding code. Serialized as its kebab-case name (`stale-parent`),
+/// which is stable: CI configurations and `--ignore` name codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Code {
+    Unreadable,
+    TornTail,
+    OrphanPart,
+    DuplicateId,
+    DanglingParent,
+    DanglingLogicalParent,
+    ParentCycle,
+    StaleParent,
+    OrphanInContext,
+    CompactionLoop,
+    CompactionFailed,
+    UnfinishedToolCall,
+    OverflowError,
+    ImpossibleUsage,
+    OverBudget,
+    PayloadTooLarge,
+    MediaInHistory,
+}
+
+impl Code {
+    /// The stable kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Unreadable => "unreadable",
+            Code::TornTail => "torn-tail",
+            Code::OrphanPart => "orphan-part",
+            Code::DuplicateId => "duplicate-id",
+            Code::DanglingParent => "dangling-parent",
+            Code::DanglingLogicalParent => "dangling-logical-parent",
+            Code::ParentCycle => "parent-cycle",
+            Code::StaleParent => "stale-parent",
+            Code::OrphanInContext => "orphan-in-context",
+            Code::CompactionLoop => "compaction-loop",
+            Code::CompactionFailed => "compaction-failed",
+            Code::UnfinishedToolCall => "unfinished-tool-call",
+            Code::OverflowError => "overflow-error",
+            Code::ImpossibleUsage => "impossible-usage",
+            Code::OverBudget => "over-budget",
+            Code::PayloadTooLarge => "payload-too-large",
+            Code::MediaInHistory => "media-in-history",
+        }
+    }
+
+    /// The code named `s`, if there is one.
+    pub fn parse(s: &str) -> Option<Code> {
+        RULES.iter().map(|r| r.code).find(|c| c.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// One rule of the registry: a finding code, its usual severity (a rule may
+/// report a milder one when the fault is neutralised), a one-line summary,
+/// and the check that finds it. `check` is a pure function of the session.
+pub struct Rule {
+    pub code: Code,
+    pub severity: Severity,
+    pub summary: &'static str,
+    pub check: fn(&Session, &Options) -> Vec<Finding>,
+}
+
+/// Every rule, in the order findings are reported. The README's table of
+/// finding codes is checked against this list by a test.
+pub static RULES: &[Rule] = &[
+    Rule {
+        code: Code::Unreadable,
+        severity: Severity::Error,
+        summary: "a row, file or line that is not valid JSON or lacks a required field",
+        check: |s, _| unreadable::check(s),
+    },
+    Rule {
+        code: Code::TornTail,
+        severity: Severity::Error,
+        summary: "the last line of a JSONL file is an unfinished write",
+        check: |s, _| torn_tail::check(s),
+    },
+    Rule {
+        code: Code::OrphanPart,
+        severity: Severity::Error,
+        summary: "a part whose message does not exist",
+        check: |s, _| orphan_part::check(s),
+    },
+    Rule {
+        code: Code::DuplicateId,
+        severity: Severity::Error,
+        summary: "an id stored more than once",
+        check: |s, _| duplicate_id::check(s),
+    },
+    Rule {
+        code: Code::DanglingParent,
+        severity: Severity::Error,
+        summary: "a parent id that names no message of the session",
+        check: |s, _| dangling_parent::check(s),
+    },
+    Rule {
+        code: Code::DanglingLogicalParent,
+        severity: Severity::Warning,
+        summary: "a Claude Code logicalParentUuid that names no message",
+        check: |s, _| dangling_logical_parent::check(s),
+    },
+    Rule {
+        code: Code::ParentCycle,
+        severity: Severity::Error,
+        summary: "parent links that form a loop",
+        check: |s, _| parent_cycle::check(s),
+    },
+    Rule {
+        code: Code::StaleParent,
+        severity: Severity::Error,
+        summary: "a message after a compaction whose parent is from before it",
+        check: |s, _| stale_parent::check(s),
+    },
+    Rule {
+        code: Code::OrphanInContext,
+        severity: Severity::Warning,
+        summary: "a message the model sees whose parent it does not see",
+        check: |s, _| orphan_in_context::check(s),
+    },
+    Rule {
+        code: Code::CompactionLoop,
+        severity: Severity::Error,
+        summary: "repeated automatic compactions that make no progress",
+        check: |s, _| compaction_loop::check(s),
+    },
+    Rule {
+        code: Code::CompactionFailed,
+        severity: Severity::Warning,
+        summary: "a compaction summary that ended in an error",
+        check: |s, _| compaction_failed::check(s),
+    },
+    Rule {
+        code: Code::UnfinishedToolCall,
+        severity: Severity::Warning,
+        summary: "a tool call left without a result",
+        check: |s, _| unfinished_tool_call::check(s),
+    },
+    Rule {
+        code: Code::OverflowError,
+        severity: Severity::Error,
+        summary: "a stored provider error that says the request was too big",
+        check: |s, _| overflow_error::check(s),
+    },
+    Rule {
+        code: Code::ImpossibleUsage,
+        severity: Severity::Warning,
+        summary: "a stored token count above the model's context window",
+        check: impossible_usage::check,
+    },
+    Rule {
+        code: Code::OverBudget,
+        severity: Severity::Error,
+        summary: "the next turn does not fit the model's usable budget",
+        check: over_budget::check,
+    },
+    Rule {
+        code: Code::PayloadTooLarge,
+        severity: Severity::Error,
+        summary: "the next request body exceeds the request-size limit",
+        check: payload::check,
+    },
+    Rule {
+        code: Code::MediaInHistory,
+        severity: Severity::Warning,
+        summary: "inline media older than the newest media message, resent every turn",
+        check: |s, _| media_history::check(s),
+    },
+];
+
+/// The rule of `code`.
+pub fn rule(code: Code) -> &'static Rule {
+    RULES
+        .iter()
+        .find(|r| r.code == code)
+        .expect("every code has a rule")
+}
+
 /// One diagnosed fault in a session.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
     /// Stable code, e.g. `stale-parent`.
-    pub code: &'static str,
+    pub code: Code,
     pub severity: Severity,
     /// Message concerned (or part/row id for load problems), when there is one.
     pub message_id: Option<String>,
@@ -84,7 +277,7 @@ pub struct Finding {
 
 impl Finding {
     fn new(
-        code: &'static str,
+        code: Code,
         severity: Severity,
         message_id: Option<&str>,
         detail: String,
@@ -106,47 +299,10 @@ impl Finding {
     }
 }
 
-/// Every finding code with its severity and remedy, for docs and `--help`.
-pub const CODES: &[(&str, Severity)] = &[
-    ("stale-parent", Severity::Error),
-    ("orphan-in-context", Severity::Warning),
-    ("compaction-loop", Severity::Error),
-    ("compaction-failed", Severity::Warning),
-    ("dangling-parent", Severity::Error),
-    ("parent-cycle", Severity::Error),
-    ("orphan-part", Severity::Error),
-    ("duplicate-id", Severity::Error),
-    ("unfinished-tool-call", Severity::Warning),
-    ("unreadable", Severity::Error),
-    ("torn-tail", Severity::Error),
-    ("dangling-logical-parent", Severity::Warning),
-    ("impossible-usage", Severity::Warning),
-    ("over-budget", Severity::Error),
-    ("payload-too-large", Severity::Error),
-    ("overflow-error", Severity::Error),
-    ("media-in-history", Severity::Warning),
-];
-
-/// Runs every rule on `s`; findings come back in rule order, then message order.
+/// Runs every rule of [`RULES`] on `s`; findings come back in rule order,
+/// then message order.
 pub fn diagnose(s: &Session, o: &Options) -> Vec<Finding> {
-    let mut f = Vec::new();
-    f.extend(unreadable::check(s));
-    f.extend(torn_tail::check(s));
-    f.extend(integrity::check(s));
-    f.extend(dangling_parent::check(s));
-    f.extend(parent_cycle::check(s));
-    f.extend(dangling_parent::check_logical(s));
-    f.extend(stale_parent::check(s));
-    f.extend(orphan_in_context::check(s));
-    f.extend(compaction_loop::check(s));
-    f.extend(compaction_failed::check(s));
-    f.extend(unfinished_tool_call::check(s));
-    f.extend(overflow_error::check(s));
-    f.extend(impossible_usage::check(s, o));
-    f.extend(over_budget::check(s, o));
-    f.extend(payload::check(s, o));
-    f.extend(media_history::check(s));
-    f
+    RULES.iter().flat_map(|r| (r.check)(s, o)).collect()
 }
 
 pub use dangling_parent::{

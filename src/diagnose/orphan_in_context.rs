@@ -1,11 +1,11 @@
 //! `orphan-in-context`: in the model-visible view after compaction (the agent's
 //! own rule, computed by the format module into `Session::visible`), a message
 //! whose parent is not visible. opencode 1.18.33 produces this itself when it
-//! splits a turn at `tail_start_id` (shared/formats/opencode-kilo.md section 7).
+//! splits a turn at `tail_start_id` (docs/formats/opencode-kilo.md sections 9 and 14).
 //! Not checked for chain-linked sessions (Claude Code): their view is itself
 //! a walk up the parents, and the agent relinks preserved messages on purpose.
 
-use super::{stale_parents, Finding, Severity};
+use super::{stale_parents, Code, Finding, Severity};
 use crate::model::{ParentLinks, Session};
 
 pub fn check(s: &Session) -> Vec<Finding> {
@@ -27,7 +27,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             }
             Some(
                 Finding::new(
-                    "orphan-in-context",
+                    Code::OrphanInContext,
                     Severity::Warning,
                     Some(&m.id),
                     format!(

@@ -3,9 +3,9 @@
 //! follows it, else the estimate) exceed the model's usable budget
 //! (`context x 0.9 - max_output`, or the input-limit rule; see [`crate::budget`]).
 
-use super::{Finding, Options, Severity};
-use crate::measure::next_turn;
+use super::{Code, Finding, Options, Severity};
 use crate::model::Session;
+use crate::sizing::next_turn;
 
 pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
     let Ok(b) = &o.budget else { return Vec::new() };
@@ -16,7 +16,7 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
     let model = b.limits.model.clone().unwrap_or_else(|| "the model".into());
     let last = s.visible.last().map(|&i| s.messages[i].id.as_str());
     vec![Finding::new(
-        "over-budget",
+        Code::OverBudget,
         Severity::Error,
         last,
         format!(

@@ -1,11 +1,11 @@
 //! `overflow-error`: a stored provider error that says the request was too
 //! big, classified into `tokens`, `wire` or `media` as docker-agent's
-//! `classifyOverflow` does (pkg/modelerrors; shared/formats/hermes-cagent.md
-//! 2.4): structured signals first (`error.type == "request_too_large"` or
+//! `classifyOverflow` does (pkg/modelerrors; docs/formats/docker-agent.md
+//! section 8): structured signals first (`error.type == "request_too_large"` or
 //! HTTP 413 -> wire, `error.code == "context_length_exceeded"` -> tokens),
 //! then case-insensitive substrings, media before wire before tokens.
 
-use super::{Finding, Severity};
+use super::{Code, Finding, Severity};
 use crate::model::{Session, StoredError};
 use serde_json::Value;
 
@@ -115,7 +115,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 }
             };
             let mut f = Finding::new(
-                "overflow-error",
+                Code::OverflowError,
                 Severity::Error,
                 Some(&m.id),
                 format!(

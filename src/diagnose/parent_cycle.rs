@@ -11,7 +11,7 @@
 //! before it on the same chain), or made a root when there is none (or when
 //! it is an opencode user message, which has no parent).
 
-use super::{Finding, Severity};
+use super::{Code, Finding, Severity};
 use crate::model::Session;
 
 /// One cycle: indexes of its members in walk order, starting at the oldest.
@@ -100,7 +100,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 )
             };
             let mut f = Finding::new(
-                "parent-cycle",
+                Code::ParentCycle,
                 Severity::Error,
                 Some(&m.id),
                 format!(

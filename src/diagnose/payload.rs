@@ -6,9 +6,9 @@
 //! part that alone exceeds the limit. Images are byte-heavy and token-light:
 //! this is reported even when tokens are fine.
 
-use super::{Finding, Options, Severity};
-use crate::measure::next_turn;
+use super::{Code, Finding, Options, Severity};
 use crate::model::Session;
+use crate::sizing::next_turn;
 
 /// 6 MiB: a common gateway cap on request bodies (others: Anthropic 32 MB per
 /// request and 5 MB per image, 10 MiB on some gateways).
@@ -35,7 +35,7 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
         .max_by_key(|p| p.wire_bytes);
     if body > o.max_request_bytes {
         let mut f = Finding::new(
-            "payload-too-large",
+            Code::PayloadTooLarge,
             Severity::Error,
             s.visible.last().map(|&i| s.messages[i].id.as_str()),
             format!(
@@ -64,7 +64,7 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
         {
             out.push(
                 Finding::new(
-                    "payload-too-large",
+                    Code::PayloadTooLarge,
                     Severity::Error,
                     Some(&m.id),
                     format!(

@@ -20,7 +20,7 @@
 //!   the summaries are dropped; **warning** when the latest boundary prunes:
 //!   the old entries are dropped and the link is neutralised.
 
-use super::{Finding, Severity};
+use super::{Code, Finding, Severity};
 use crate::model::{ParentLinks, Role, Session};
 use std::collections::{HashMap, HashSet};
 
@@ -179,7 +179,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             let c = &s.messages[sp.compaction_index];
             let mut f = match s.parent_links {
                 ParentLinks::UserTurn => Finding::new(
-                    "stale-parent",
+                    Code::StaleParent,
                     Severity::Error,
                     Some(&m.id),
                     format!(
@@ -189,7 +189,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                     "run `session-doctor repair` to re-parent it to the newest user message after the compaction",
                 ),
                 ParentLinks::Chain if sp.neutralised => Finding::new(
-                    "stale-parent",
+                    Code::StaleParent,
                     Severity::Warning,
                     Some(&m.id),
                     format!(
@@ -199,7 +199,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                     "harmless while the latest compaction's preserved metadata resolves; `session-doctor repair` re-points it to the compaction's preserved tail or summary",
                 ),
                 ParentLinks::Chain => Finding::new(
-                    "stale-parent",
+                    Code::StaleParent,
                     Severity::Error,
                     Some(&m.id),
                     format!(

@@ -4,7 +4,7 @@
 //! turns that line into garbage too. Works from [`ProblemKind::TornTail`]
 //! load problems, so every line-oriented format reports it the same way.
 
-use super::{Finding, Severity};
+use super::{Code, Finding, Severity};
 use crate::model::{ProblemKind, Session};
 
 pub fn check(s: &Session) -> Vec<Finding> {
@@ -13,7 +13,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
         .filter(|p| p.kind == ProblemKind::TornTail)
         .map(|p| {
             Finding::new(
-                "torn-tail",
+                Code::TornTail,
                 Severity::Error,
                 p.id.as_deref(),
                 format!("{}: {}", p.location, p.error),

@@ -1,7 +1,7 @@
 //! `unfinished-tool-call`: a tool call left pending or running in a message
 //! that finished (the agent crashed or was killed mid-call).
 
-use super::{Finding, Severity};
+use super::{Code, Finding, Severity};
 use crate::model::{Session, ToolStatus};
 
 pub fn check(s: &Session) -> Vec<Finding> {
@@ -19,7 +19,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             };
             out.push(
                 Finding::new(
-                    "unfinished-tool-call",
+                    Code::UnfinishedToolCall,
                     Severity::Warning,
                     Some(&m.id),
                     format!("tool call {} ({}) is still {status} in a finished message", t.call_id, t.name),

@@ -1,7 +1,7 @@
 //! `unreadable`: a row, file or line that is not valid JSON or lacks required
 //! fields (a torn last line is `torn-tail`).
 
-use super::{Finding, Severity};
+use super::{Code, Finding, Severity};
 use crate::model::{ProblemKind, Session};
 
 pub fn check(s: &Session) -> Vec<Finding> {
@@ -10,7 +10,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
         .filter(|p| p.kind == ProblemKind::Unreadable)
         .map(|p| {
             Finding::new(
-                "unreadable",
+                Code::Unreadable,
                 Severity::Error,
                 p.id.as_deref(),
                 format!("{}: {}", p.location, p.error),

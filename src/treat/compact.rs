@@ -23,8 +23,9 @@
 use crate::budget::Budget;
 use crate::diagnose::media_before_newest;
 use crate::edit::{Applier, Change, Edit, TextField};
-use crate::measure::{agent_overhead, estimate_tokens, next_turn};
+use crate::measure::estimate_tokens;
 use crate::model::{ParentLinks, PartKind, Role, Session, ToolStatus};
+use crate::sizing::{agent_overhead, next_turn};
 use anyhow::Result;
 use serde::Serialize;
 use std::collections::HashSet;

@@ -2,7 +2,7 @@
 //! one JSON object per line, chained by `uuid` / `parentUuid`; sub-agent
 //! transcripts in `<sessionId>/subagents/agent-*.jsonl` (2.1.x) or
 //! `agent-*.jsonl` beside the sessions (older versions). Shapes:
-//! shared/formats/claude-code-codex.md section 1; resume semantics of 2.1.197:
+//! docs/formats/claude-code.md sections 2 to 5; resume semantics of 2.1.197:
 //! [`view`].
 //!
 //! A store is one session: its main file plus its sub-agent files. Files are

@@ -1,6 +1,6 @@
 //! What Claude Code 2.1.197 sends when it resumes a transcript, observed by
 //! resuming real transcripts against the loopback stub and reading the
-//! request (shared/tools/claude-codex-gen; scripts/claude_resume_check.sh):
+//! request (scripts/claude_resume_check.sh; docs/formats/claude-code.md section 8):
 //!
 //! 1. Lines go into a map by uuid: a re-used uuid keeps its first line's
 //!    position and takes the last line's content.

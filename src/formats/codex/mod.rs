@@ -1,7 +1,7 @@
 //! OpenAI Codex CLI rollouts: `${CODEX_HOME:-~/.codex}/sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl`
 //! and `archived_sessions/rollout-*.jsonl`, one JSON object per line
 //! (`{timestamp, type, payload}`; the older envelope-less format too). Shapes:
-//! shared/formats/claude-code-codex.md section 2, and the real rollouts of
+//! docs/formats/codex.md sections 1 to 3, and the real rollouts of
 //! Codex 0.104 (codex/localpush) and 0.169 (codex-gen).
 //!
 //! A store is one rollout file, which holds one session. Files are streamed
@@ -12,6 +12,7 @@
 
 mod edit;
 pub(crate) mod parse;
+mod view;
 
 use crate::edit::Applier;
 use crate::edit::{Edit, StoredChange};

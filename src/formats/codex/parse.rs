@@ -2,7 +2,7 @@
 //! longest line: a line's JSON is dropped once its message is built, and is
 //! re-read by its byte offset when a copy must change it.
 //!
-//! Mapping (shared/formats/claude-code-codex.md section 2):
+//! Mapping (docs/formats/codex.md sections 2 to 5):
 //! - `session_meta` (and the older envelope-less first line
 //!   `{id, timestamp, instructions, git}`): the session's header, not a
 //!   message (its bytes count in [`Session::other_bytes`]); never dropped.
@@ -32,6 +32,7 @@
 //!   usage record, never as context.
 
 use super::ids;
+pub use super::view::visible_view;
 use crate::budget::Limits;
 use crate::measure::parse_data_url;
 use crate::model::*;
@@ -42,7 +43,7 @@ use std::path::Path;
 
 /// Share of the model's context window Codex reports as `model_context_window`
 /// (its effective window): the stub config's 20,000 is stored as 19,000
-/// (shared/real-sessions/codex-gen/MANIFEST.md), gpt-5-codex's 272,000-token
+/// (the codex-gen fixtures; docs/formats/codex.md section 4), gpt-5-codex's 272,000-token
 /// input as 258,400 (codex/localpush).
 pub const EFFECTIVE_WINDOW_PERCENT: u64 = 95;
 
@@ -489,24 +490,6 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
             let mut m = message(&id, Role::Other(role), line, time);
             m.info_bytes = line.bytes;
             Some(vec![m])
-        }
-    }
-}
-
-/// The model-visible view: with no `compacted` line, every message; else the
-/// newest `compacted` line's `replacement_history` messages, its marker, and
-/// everything after it (what Codex rebuilds on resume: a `compacted` line
-/// replaces the history built so far).
-pub fn visible_view(messages: &[Message]) -> Vec<usize> {
-    match messages.iter().rposition(|m| m.compaction().is_some()) {
-        None => (0..messages.len()).collect(),
-        Some(c) => {
-            let prefix = format!("{}.rh", messages[c].id);
-            let mut start = c;
-            while start > 0 && messages[start - 1].id.starts_with(&prefix) {
-                start -= 1;
-            }
-            (start..messages.len()).collect()
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Applying [`Edit`]s to opencode's stored JSON, for both the SQLite and the
 //! legacy JSON store. Unchanged fields (unknown ones included) are kept.
 
-use super::{parse_message, parse_part, visible_view, PARENT_FIELD};
+use super::parse::{parse_message, parse_part};
+use super::{visible_view, PARENT_FIELD};
 use crate::edit::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::Session;
 use anyhow::{anyhow, Result};

@@ -4,7 +4,7 @@
 //! from file names, as opencode's own JSON-to-SQLite migration takes them.
 
 use super::edit::{self, Layout};
-use super::{assemble, parse_message, parse_part};
+use super::parse::{assemble, parse_message, parse_part};
 use crate::edit::Applier;
 use crate::edit::{Change, Edit, StoredChange};
 use crate::formats::{Copier, Store};

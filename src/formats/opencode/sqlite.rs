@@ -1,9 +1,9 @@
 //! opencode / Kilo SQLite stores (`opencode.db`, `kilo.db`; schema in
-//! shared/real-sessions/opencode/schema-*.sql). `message.data` and `part.data`
+//! docs/formats/opencode-kilo.md sections 3.1 and 3.2). `message.data` and `part.data`
 //! hold the JSON without the id columns.
 
 use super::edit::{self, Layout};
-use super::{assemble, parse_message, parse_part};
+use super::parse::{assemble, parse_message, parse_part};
 use crate::edit::Applier;
 use crate::edit::{Change, Edit, StoredChange};
 use crate::formats::sqlite::Snapshot;

@@ -1,5 +1,5 @@
 //! opencode's model-visible view after compaction (`MessageV2.filterCompacted`,
-//! opencode 1.18.33; shared/formats/opencode-kilo.md section 7).
+//! opencode 1.18.33; docs/formats/opencode-kilo.md section 10).
 
 use crate::model::{Message, Role};
 

@@ -1,32 +1,16 @@
-//! `orphan-part` (a part whose message does not exist) and `duplicate-id`
-//! (an id stored twice).
+//! `duplicate-id`: an id stored more than once. A copy that repeats the first
+//! one's content (only bookkeeping fields differ; Claude Code rewrites lines
+//! when two `/compact` run in one process) is a warning that `repair`
+//! removes; any other copy is an error: the agent keeps one of them.
 
-use super::{Finding, Severity};
+use super::{Code, Finding, Severity};
 use crate::model::Session;
 
 pub fn check(s: &Session) -> Vec<Finding> {
-    let mut out: Vec<Finding> = s
-        .orphan_parts
-        .iter()
-        .map(|p| {
-            Finding::new(
-                "orphan-part",
-                Severity::Error,
-                Some(&p.message_id),
-                format!(
-                    "part {} ({}) belongs to message {}, which does not exist",
-                    p.id, p.kind_name, p.message_id
-                ),
-                "the agent ignores it; remove it from a copy or restore its message from a backup",
-            )
-            .with("part_id", p.id.clone())
-            .with("payload_bytes", p.payload_bytes)
-        })
-        .collect();
-    out.extend(s.duplicate_ids.iter().map(|d| {
+    s.duplicate_ids.iter().map(|d| {
         if d.same_content {
             Finding::new(
-                "duplicate-id",
+                Code::DuplicateId,
                 Severity::Warning,
                 Some(&d.id),
                 format!(
@@ -40,7 +24,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             .with("same_content", true)
         } else {
             Finding::new(
-                "duplicate-id",
+                Code::DuplicateId,
                 Severity::Error,
                 Some(&d.id),
                 format!("id {} is stored more than once ({})", d.id, d.place),
@@ -48,6 +32,6 @@ pub fn check(s: &Session) -> Vec<Finding> {
             )
             .with("id", d.id.clone())
         }
-    }));
-    out
+    })
+    .collect()
 }

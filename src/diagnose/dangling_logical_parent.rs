@@ -1,0 +1,36 @@
+//! `dangling-logical-parent` (warning): a `logicalParentUuid` (Claude Code's
+//! informational link from a compaction boundary to the last message before
+//! it) that names no message. The agent never follows it, but tools that
+//! "continue the line" across a compaction do (docs/formats/claude-code.md
+//! section 10; seen in real data).
+
+use super::{Code, Finding, Severity};
+use crate::model::Session;
+
+pub fn check(s: &Session) -> Vec<Finding> {
+    let ids = s.id_index();
+    s.messages
+        .iter()
+        .filter_map(|m| {
+            let lp = m.logical_parent_id.as_deref()?;
+            if ids.contains_key(lp) {
+                return None;
+            }
+            let mut f = Finding::new(
+                Code::DanglingLogicalParent,
+                Severity::Warning,
+                Some(&m.id),
+                format!(
+                    "message {} names logical parent {lp}, which is not a message of this session",
+                    m.id
+                ),
+                "the agent never follows this link; tools that join the history across a compaction lose the thread here. No repair needed.",
+            )
+            .with("logical_parent_id", lp.to_string());
+            if let Some(l) = m.line {
+                f = f.with("line", l.line);
+            }
+            Some(f)
+        })
+        .collect()
+}

@@ -1,0 +1,275 @@
+//! Reading opencode's stored JSON into the model: a message info
+//! ([`parse_message`]), a part ([`parse_part`]), and a session's messages
+//! and parts put together ([`assemble`]). Shared by the SQLite and the
+//! legacy JSON store. Shapes: docs/formats/opencode-kilo.md sections 4 to 9.
+
+use super::view::visible_view;
+use super::PARENT_FIELD;
+use crate::measure::parse_data_url;
+use crate::model::*;
+use serde_json::Value;
+
+use crate::measure::char_count as chars;
+
+fn u64_at(v: &Value, path: &[&str]) -> u64 {
+    let mut cur = v;
+    for k in path {
+        match cur.get(k) {
+            Some(x) => cur = x,
+            None => return 0,
+        }
+    }
+    cur.as_u64()
+        .or_else(|| cur.as_f64().map(|f| f.max(0.0) as u64))
+        .unwrap_or(0)
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Builds a [`Message`] from an opencode message info (`raw`, as stored: with or
+/// without `id`/`sessionID`). `time_created` is the stored column or `time.created`.
+/// Errors name the missing or mistyped field.
+pub(crate) fn parse_message(
+    id: &str,
+    raw: Value,
+    info_bytes: u64,
+    time_created: Option<i64>,
+) -> std::result::Result<Message, String> {
+    if !raw.is_object() {
+        return Err("expected a JSON object for the message info".into());
+    }
+    let role = match str_at(&raw, "role") {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        Some(other) => Role::Other(other.to_string()),
+        None => return Err("missing string field `role`".into()),
+    };
+    let time_created =
+        match time_created.or_else(|| raw.pointer("/time/created").and_then(Value::as_i64)) {
+            Some(t) => t,
+            None => return Err("missing number field `time.created`".into()),
+        };
+    let tokens = raw.get("tokens");
+    let usage = match tokens {
+        Some(t) => Usage {
+            input: u64_at(t, &["input"]),
+            output: u64_at(t, &["output"]),
+            reasoning: u64_at(t, &["reasoning"]),
+            cache_read: u64_at(t, &["cache", "read"]),
+            cache_write: u64_at(t, &["cache", "write"]),
+            total: t.get("total").and_then(Value::as_u64),
+        },
+        None => Usage::default(),
+    };
+    let error = raw.get("error").filter(|e| !e.is_null()).map(|e| {
+        let data = e.get("data").cloned().unwrap_or(Value::Null);
+        StoredError {
+            name: str_at(e, "name").unwrap_or("UnknownError").to_string(),
+            status_code: data
+                .get("statusCode")
+                .and_then(Value::as_u64)
+                .map(|c| c as u16),
+            message: str_at(&data, "message").unwrap_or("").to_string(),
+            response_body: str_at(&data, "responseBody").map(str::to_string),
+        }
+    });
+    let model = match (str_at(&raw, "providerID"), str_at(&raw, "modelID")) {
+        (Some(p), Some(m)) => Some(format!("{p}/{m}")),
+        _ => match (
+            raw.pointer("/model/providerID").and_then(Value::as_str),
+            raw.pointer("/model/modelID").and_then(Value::as_str),
+        ) {
+            (Some(p), Some(m)) => Some(format!("{p}/{m}")),
+            _ => None,
+        },
+    };
+    Ok(Message {
+        id: id.to_string(),
+        role,
+        parent_id: str_at(&raw, PARENT_FIELD).map(str::to_string),
+        logical_parent_id: None,
+        line: None,
+        sidechain: false,
+        parent_optional: false,
+        response_id: None,
+        time_created,
+        time_completed: raw.pointer("/time/completed").and_then(Value::as_i64),
+        summary: raw.get("summary").and_then(Value::as_bool).unwrap_or(false),
+        finish: str_at(&raw, "finish").map(str::to_string),
+        error,
+        usage,
+        model,
+        info_bytes,
+        parts: Vec::new(),
+        raw,
+    })
+}
+
+/// Placeholder opencode sends instead of a tool output marked compacted
+/// (`toModelMessages`, docs/formats/opencode-kilo.md section 10).
+const CLEARED_TOOL_OUTPUT: &str = "[Old tool result content cleared]";
+
+/// Builds a [`Part`] from an opencode part (`raw`, as stored).
+pub(crate) fn parse_part(
+    id: &str,
+    message_id: &str,
+    raw: Value,
+    payload_bytes: u64,
+) -> std::result::Result<Part, String> {
+    let kind_name = match str_at(&raw, "type") {
+        Some(t) => t.to_string(),
+        None => return Err("missing string field `type` in the part".into()),
+    };
+    let kind = match kind_name.as_str() {
+        "text" => PartKind::Text,
+        "reasoning" => PartKind::Reasoning,
+        "tool" => PartKind::Tool,
+        "file" => PartKind::File,
+        "compaction" => PartKind::Compaction,
+        "step-start" => PartKind::StepStart,
+        "step-finish" => PartKind::StepFinish,
+        "patch" => PartKind::Patch,
+        other => PartKind::Other(other.to_string()),
+    };
+    let mut media = Vec::new();
+    let mut tool = None;
+    let mut compaction = None;
+    let mut model_chars = 0;
+    let mut wire_bytes = 0;
+    match kind {
+        // opencode leaves `ignored` text parts out of requests.
+        PartKind::Text if !raw.get("ignored").and_then(Value::as_bool).unwrap_or(false) => {
+            let t = str_at(&raw, "text").unwrap_or("");
+            model_chars = chars(t);
+            wire_bytes = t.len() as u64;
+        }
+        PartKind::Reasoning => {
+            let t = str_at(&raw, "text").unwrap_or("");
+            model_chars = chars(t);
+            wire_bytes = t.len() as u64;
+        }
+        PartKind::File => {
+            let url = str_at(&raw, "url").unwrap_or("");
+            wire_bytes = url.len() as u64;
+            if let Some(m) = parse_data_url(url, str_at(&raw, "filename")) {
+                media.push(m);
+            }
+        }
+        PartKind::Tool => {
+            let state = raw.get("state").cloned().unwrap_or(Value::Null);
+            let status = match str_at(&state, "status") {
+                Some("pending") => ToolStatus::Pending,
+                Some("running") => ToolStatus::Running,
+                Some("completed") => ToolStatus::Completed,
+                Some("error") => ToolStatus::Error,
+                Some(o) => ToolStatus::Other(o.to_string()),
+                None => ToolStatus::Other(String::new()),
+            };
+            let output = str_at(&state, "output")
+                .or_else(|| str_at(&state, "error"))
+                .unwrap_or("");
+            let cleared = state
+                .pointer("/time/compacted")
+                .is_some_and(|v| !v.is_null());
+            let input = state
+                .get("input")
+                .map(|i| i.to_string())
+                .unwrap_or_default();
+            let sent_output = if cleared { CLEARED_TOOL_OUTPUT } else { output };
+            model_chars = chars(&input) + chars(sent_output);
+            wire_bytes = (input.len() + sent_output.len()) as u64;
+            // opencode drops the attachments of a tool output marked compacted.
+            if let Some(atts) = state.get("attachments").and_then(Value::as_array) {
+                for a in atts {
+                    if let Some(m) =
+                        str_at(a, "url").and_then(|u| parse_data_url(u, str_at(a, "filename")))
+                    {
+                        if !cleared {
+                            wire_bytes += m.encoded_bytes;
+                        }
+                        media.push(m);
+                    }
+                }
+            }
+            tool = Some(ToolCall {
+                name: str_at(&raw, "tool").unwrap_or("").to_string(),
+                call_id: str_at(&raw, "callID").unwrap_or("").to_string(),
+                status,
+                output_chars: chars(output),
+                output_cleared: cleared,
+            });
+        }
+        PartKind::Compaction => {
+            compaction = Some(CompactionMarker {
+                auto: raw.get("auto").and_then(Value::as_bool).unwrap_or(false),
+                overflow: raw
+                    .get("overflow")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                tail_start_id: str_at(&raw, "tail_start_id").map(str::to_string),
+                ..Default::default()
+            })
+        }
+        _ => {}
+    }
+    Ok(Part {
+        id: id.to_string(),
+        message_id: message_id.to_string(),
+        kind,
+        kind_name,
+        payload_bytes,
+        model_chars,
+        wire_bytes,
+        synthetic: raw
+            .get("synthetic")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        media,
+        tool,
+        compaction,
+        raw,
+    })
+}
+
+/// Sorts messages chronologically (stored time, then ascending id) and
+/// attaches parts; parts whose message is missing become orphans.
+pub(super) fn assemble(session: &mut Session, mut parts: Vec<Part>) {
+    session
+        .messages
+        .sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
+    parts.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut seen_parts = std::collections::HashSet::new();
+    let index: std::collections::HashMap<String, usize> = session
+        .messages
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, m)| (m.id.clone(), i))
+        .collect();
+    for p in parts {
+        if !seen_parts.insert(p.id.clone()) {
+            session.duplicate_ids.push(DuplicateId {
+                id: p.id.clone(),
+                place: format!("part of message {}", p.message_id),
+                same_content: false,
+            });
+        }
+        match index.get(&p.message_id) {
+            Some(&i) => session.messages[i].parts.push(p),
+            None => session.orphan_parts.push(p),
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for m in &session.messages {
+        if !seen.insert(m.id.clone()) {
+            session.duplicate_ids.push(DuplicateId {
+                id: m.id.clone(),
+                place: "message".into(),
+                same_content: false,
+            });
+        }
+    }
+    session.visible = visible_view(&session.messages);
+}
