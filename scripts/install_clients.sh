@@ -7,6 +7,7 @@
 #   claude-code-log     claude-code-log==1.7.0 (PyPI) in a venv: CCL_BIN
 #   claude-code         @anthropic-ai/claude-code@2.1.197 (npm, its native binary from the
 #                       platform package; about 250 MB): CLAUDE_BIN
+#   hermes              hermes-agent==0.19.0 (PyPI) in a venv: HERMES_BIN, HERMES_PY
 # Idempotent: nothing is fetched when they are already there at these versions.
 # Prints shell assignments on stdout (logs go to stderr), so callers can do
 #   eval "$(scripts/install_clients.sh)"                   # sets OPENCODE_BIN and CCUSAGE_BIN
@@ -18,6 +19,7 @@ OPENCODE_VERSION=1.18.33
 CCUSAGE_VERSION=20.0.24
 CCL_VERSION=1.7.0
 CLAUDE_VERSION=2.1.197
+HERMES_VERSION=0.19.0
 dir="${SD_CLIENTS:-$HOME/.cache/session-doctor-clients}"
 
 case "$(uname -s)-$(uname -m)" in
@@ -89,6 +91,22 @@ for extra in "$@"; do
         || { echo "install_clients: claude $CLAUDE_VERSION does not run" >&2; exit 1; }
       echo "install_clients: claude $CLAUDE_VERSION at $claude" >&2
       printf 'CLAUDE_BIN=%q\n' "$claude"
+      ;;
+    hermes)
+      # hermes-agent (PyPI) in its own venv; `hermes --version` prints "Hermes Agent v0.19.0 (...)".
+      # HERMES_PY is that venv's python (for `from hermes_state import SessionDB`).
+      venv="$dir/hermes-venv"
+      hermes="$venv/bin/hermes"
+      hermes_ver() { "$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("hermes-agent"))' 2>/dev/null || true; }
+      if [ "$(hermes_ver)" != "$HERMES_VERSION" ] || [ ! -x "$hermes" ]; then
+        echo "install_clients: pip install hermes-agent==$HERMES_VERSION into $venv" >&2
+        python3 -m venv "$venv" >&2
+        "$venv/bin/pip" install -q "hermes-agent==$HERMES_VERSION" >&2
+      fi
+      [ "$(hermes_ver)" = "$HERMES_VERSION" ] && "$venv/bin/python" -c 'import hermes_state' 2>/dev/null \
+        || { echo "install_clients: hermes-agent $HERMES_VERSION does not import" >&2; exit 1; }
+      echo "install_clients: hermes-agent $HERMES_VERSION at $hermes" >&2
+      printf 'HERMES_BIN=%q\nHERMES_PY=%q\n' "$hermes" "$venv/bin/python"
       ;;
     *) echo "install_clients: unknown client $extra" >&2; exit 1 ;;
   esac
