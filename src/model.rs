@@ -197,10 +197,12 @@ pub struct Part {
     pub wire_bytes: u64,
     pub synthetic: bool,
     pub media: Vec<Media>,
-    pub tool: Option<ToolCall>,
-    pub compaction: Option<CompactionMarker>,
-    /// Raw stored JSON, every unknown field kept.
-    pub raw: Value,
+    pub tool: Option<Box<ToolCall>>,
+    pub compaction: Option<Box<CompactionMarker>>,
+    /// The stored JSON when a format keeps it (an edited part, so further
+    /// edits apply on top; otherwise `None`: the format re-reads the row or
+    /// line by id when it must change it, so a session holds figures, not text).
+    pub raw: Option<Box<Value>>,
 }
 
 /// Where a message sits in a line-oriented store (JSONL).
@@ -232,7 +234,7 @@ impl Part {
             media: Vec::new(),
             tool: None,
             compaction: None,
-            raw: Value::Null,
+            raw: None,
         }
     }
 }
@@ -272,21 +274,23 @@ pub struct Message {
     pub summary: bool,
     /// Finish reason as stored (`stop`, `tool-calls`, ...), if any.
     pub finish: Option<String>,
-    pub error: Option<StoredError>,
+    pub error: Option<Box<StoredError>>,
     pub usage: Usage,
     /// `provider/model` this message was sent to or written for.
     pub model: Option<String>,
     /// Bytes stored for the message row or file itself, parts excluded.
     pub info_bytes: u64,
     pub parts: Vec<Part>,
-    /// Raw stored JSON of the message info.
-    pub raw: Value,
+    /// The stored JSON of the message info when a format keeps it (an edited
+    /// message, a Claude Code compaction boundary); otherwise `None`: the
+    /// format re-reads it by id when it must change it.
+    pub raw: Option<Box<Value>>,
 }
 
 impl Message {
     /// The compaction marker when this is a compaction request message.
     pub fn compaction(&self) -> Option<&CompactionMarker> {
-        self.parts.iter().find_map(|p| p.compaction.as_ref())
+        self.parts.iter().find_map(|p| p.compaction.as_deref())
     }
 
     /// Bytes stored for the message and all its parts.

@@ -122,7 +122,6 @@ pub fn check(s: &Session) -> Vec<Finding> {
 mod tests {
     use super::*;
     use crate::model::{Agent, Message, Role, Usage};
-    use serde_json::Value;
 
     fn msg(id: &str, parent: Option<&str>) -> Message {
         Message {
@@ -143,7 +142,7 @@ mod tests {
             model: None,
             info_bytes: 0,
             parts: Vec::new(),
-            raw: Value::Null,
+            raw: None,
         }
     }
 

@@ -288,12 +288,13 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
             let m = &out.messages[i];
             let line = m.line.ok_or_else(|| anyhow!("message {id} has no line"))?;
             let path = &out.files[line.file];
-            let mut v: Value = if m.raw.is_null() {
-                let bytes = read_line_at(path, line.offset, line.bytes)?;
-                serde_json::from_slice(&bytes)
-                    .with_context(|| format!("{}: line {}", path.display(), line.line))?
-            } else {
-                m.raw.clone()
+            let mut v: Value = match &m.raw {
+                Some(raw) => (**raw).clone(),
+                None => {
+                    let bytes = read_line_at(path, line.offset, line.bytes)?;
+                    serde_json::from_slice(&bytes)
+                        .with_context(|| format!("{}: line {}", path.display(), line.line))?
+                }
             };
             for c in changes {
                 edit_line(&mut v, c)
@@ -304,7 +305,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
             let mut nm = parse_line(&v, new_line, line.file > 0)
                 .ok_or_else(|| anyhow!("{}: line {} lost its uuid", path.display(), line.line))?;
             nm.parent_optional |= m.parent_optional;
-            nm.raw = v;
+            nm.raw = Some(Box::new(v));
             out.messages[i] = nm;
         }
     }

@@ -127,14 +127,14 @@ fn content_parts(uuid: &str, content: &Value, tool_use_result_bytes: u64) -> Vec
                         let mut p = part(id, uuid, PartKind::Tool, kind_name);
                         p.model_chars = chars(&input);
                         p.wire_bytes = input.len() as u64;
-                        p.tool = Some(ToolCall {
+                        p.tool = Some(Box::new(ToolCall {
                             name: str_of(b, "name").unwrap_or("").to_string(),
                             call_id: str_of(b, "id").unwrap_or("").to_string(),
                             // Resolved once every line is read (a result may come later).
                             status: ToolStatus::Pending,
                             output_chars: 0,
                             output_cleared: false,
-                        });
+                        }));
                         p
                     }
                     "tool_result" => {
@@ -148,7 +148,7 @@ fn content_parts(uuid: &str, content: &Value, tool_use_result_bytes: u64) -> Vec
                                 p.media.push(m);
                             }
                         }
-                        p.tool = Some(ToolCall {
+                        p.tool = Some(Box::new(ToolCall {
                             name: String::new(),
                             call_id: str_of(b, "tool_use_id").unwrap_or("").to_string(),
                             status: if flag(b, "is_error") {
@@ -158,7 +158,7 @@ fn content_parts(uuid: &str, content: &Value, tool_use_result_bytes: u64) -> Vec
                             },
                             output_chars: chars(&text),
                             output_cleared: false,
-                        });
+                        }));
                         // The structured copy of the output sits beside it in the line.
                         p.payload_bytes += std::mem::take(&mut tool_use_result);
                         p
@@ -231,7 +231,7 @@ pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Opti
                 .and_then(|m| m.get("content"))
                 .map(|c| result_text(Some(c)))
                 .unwrap_or_default();
-            error = Some(StoredError {
+            error = Some(Box::new(StoredError {
                 name: str_of(v, "error").unwrap_or("APIError").to_string(),
                 status_code: v
                     .get("apiErrorStatus")
@@ -239,7 +239,7 @@ pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Opti
                     .map(|c| c as u16),
                 message: text,
                 response_body: None,
-            });
+            }));
         } else if !synthetic_reply {
             // Claude Code writes each content block once it is complete;
             // `stop_reason` is mostly null in transcripts.
@@ -281,13 +281,13 @@ pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Opti
             "compact_boundary",
         );
         p.payload_bytes = json_len(&meta);
-        p.compaction = Some(CompactionMarker {
+        p.compaction = Some(Box::new(CompactionMarker {
             auto: str_of(&meta, "trigger") == Some("auto"),
             trigger_tokens: meta.get("preTokens").and_then(Value::as_u64),
             post_tokens: meta.get("postTokens").and_then(Value::as_u64),
             // Resolved against the other lines by `view::resolve_markers`.
             ..Default::default()
-        });
+        }));
         parts.push(p);
     }
     if synthetic_reply || flag(v, "isMeta") {
@@ -321,7 +321,7 @@ pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Opti
         parts,
         // Only boundary lines keep their JSON (small, needed to resolve the
         // preserved segment); other lines are re-read by offset.
-        raw: if boundary { v.clone() } else { Value::Null },
+        raw: boundary.then(|| Box::new(v.clone())),
     })
 }
 

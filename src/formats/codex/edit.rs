@@ -395,10 +395,9 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
         let lr = out.messages[b]
             .line
             .expect("messages of a line have a line ref");
-        let mut v = if out.messages[b].raw.is_null() {
-            read_line(&s.source, lr)?
-        } else {
-            out.messages[b].raw.clone()
+        let mut v = match &out.messages[b].raw {
+            Some(raw) => (**raw).clone(),
+            None => read_line(&s.source, lr)?,
         };
         edit_line(&mut v, &plans[&line].edits, Mode::Model)?;
         let nl = LineRef {
@@ -410,7 +409,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
             .ok_or_else(|| anyhow!("line {line} is not a message line"))?;
         carry(&out.messages[a..=b], &mut msgs);
         if let Some(last) = msgs.last_mut() {
-            last.raw = v;
+            last.raw = Some(Box::new(v));
         }
         out.messages.splice(a..=b, msgs);
     }

@@ -194,7 +194,7 @@ fn message(id: &str, role: Role, line: LineRef, time: i64) -> Message {
         model: None,
         info_bytes: 0,
         parts: Vec::new(),
-        raw: Value::Null,
+        raw: None,
     }
 }
 
@@ -355,7 +355,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             let mut p = part(pid(0), id, PartKind::Tool, ty, 0);
             p.model_chars = chars(name) + chars(&input);
             p.wire_bytes = (name.len() + input.len()) as u64;
-            p.tool = Some(ToolCall {
+            p.tool = Some(Box::new(ToolCall {
                 name: name.to_string(),
                 call_id: str_at(item, "call_id")
                     .or_else(|| str_at(item, "id"))
@@ -364,7 +364,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
                 status: ToolStatus::Pending,
                 output_chars: 0,
                 output_cleared: false,
-            });
+            }));
             m.parts.push(p);
         }
         t if t.ends_with("_output") => {
@@ -374,13 +374,13 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             p.model_chars = c;
             p.wire_bytes = w;
             p.media = media;
-            p.tool = Some(ToolCall {
+            p.tool = Some(Box::new(ToolCall {
                 name: String::new(),
                 call_id: str_at(item, "call_id").unwrap_or("").to_string(),
                 status: ToolStatus::Completed,
                 output_chars: c,
                 output_cleared: false,
-            });
+            }));
             m.parts.push(p);
         }
         "reasoning" => {
@@ -468,11 +468,11 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
                 c.model_chars = chars(text);
                 c.wire_bytes = text.len() as u64;
             }
-            c.compaction = Some(CompactionMarker {
+            c.compaction = Some(Box::new(CompactionMarker {
                 // Codex stores no manual/auto distinction: treated as automatic.
                 auto: true,
                 ..Default::default()
-            });
+            }));
             m.info_bytes = line
                 .bytes
                 .saturating_sub(rh_bytes)

@@ -146,24 +146,45 @@ pub fn edit_part(part: &mut Value, change: &Change) -> std::result::Result<(), S
     }
 }
 
-/// `s` with `edits` applied, every changed message and part re-parsed.
-pub fn apply(s: &Session, edits: &[Edit], layout: Layout) -> Result<Session> {
+/// Where [`apply`] re-reads the stored JSON of a message or part it must
+/// change (a session keeps figures, not the stored text).
+pub trait RawRows {
+    /// The stored info of message `message_id` of `session_id`.
+    fn message(&self, session_id: &str, message_id: &str) -> Result<Value>;
+    /// The stored JSON of part `part_id` of `message_id`.
+    fn part(&self, message_id: &str, part_id: &str) -> Result<Value>;
+}
+
+/// `s` with `edits` applied, every changed message and part re-parsed (and
+/// keeping its edited JSON, so later edits apply on top of it).
+pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) -> Result<Session> {
     let mut out = s.clone();
-    let mut dropped = Vec::new();
+    let mut dropped = std::collections::HashSet::new();
+    let index: std::collections::HashMap<String, usize> = out
+        .messages
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, m)| (m.id.clone(), i))
+        .collect();
     for e in edits.iter().filter(|e| e.session_id == s.id) {
-        let mi = out
-            .index_of(&e.message_id)
+        let mi = *index
+            .get(&e.message_id)
             .ok_or_else(|| anyhow!("message {} not in session {}", e.message_id, s.id))?;
         let m = &mut out.messages[mi];
         match &e.change {
             Change::SetParent { .. } | Change::ClearParent { .. } => {
-                let mut raw = m.raw.clone();
+                let mut raw = match &m.raw {
+                    Some(r) => (**r).clone(),
+                    None => rows.message(&s.id, &m.id)?,
+                };
                 edit_message(&mut raw, &e.change);
                 let bytes = layout.serialize(&raw).len() as u64;
                 let parts = std::mem::take(&mut m.parts);
-                *m = parse_message(&m.id, raw, bytes, Some(m.time_created))
+                *m = parse_message(&m.id, raw.clone(), bytes, Some(m.time_created))
                     .map_err(|err| anyhow!(err))?;
                 m.parts = parts;
+                m.raw = Some(Box::new(raw));
             }
             Change::StripMedia { part_id, .. } | Change::Truncate { part_id, .. } => {
                 let p = m
@@ -171,12 +192,19 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout) -> Result<Session> {
                     .iter_mut()
                     .find(|p| &p.id == part_id)
                     .ok_or_else(|| anyhow!("part {part_id} not in message {}", e.message_id))?;
-                let mut raw = p.raw.clone();
+                let mut raw = match &p.raw {
+                    Some(r) => (**r).clone(),
+                    None => rows.part(&p.message_id, &p.id)?,
+                };
                 edit_part(&mut raw, &e.change).map_err(|err| anyhow!("part {part_id}: {err}"))?;
                 let bytes = layout.serialize(&raw).len() as u64;
-                *p = parse_part(&p.id, &p.message_id, raw, bytes).map_err(|err| anyhow!(err))?;
+                *p = parse_part(&p.id, &p.message_id, raw.clone(), bytes)
+                    .map_err(|err| anyhow!(err))?;
+                p.raw = Some(Box::new(raw));
             }
-            Change::DropMessage => dropped.push(m.id.clone()),
+            Change::DropMessage => {
+                dropped.insert(m.id.clone());
+            }
             // A message id is a primary key (SQLite) or a file name (legacy tree):
             // the store cannot hold two copies to choose from.
             Change::DropCopies => {
@@ -185,8 +213,9 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout) -> Result<Session> {
             Change::AddNote { text } => {
                 let raw = note_part(layout, &s.id, &m.id, text);
                 let bytes = layout.serialize(&raw).len() as u64;
-                let p = parse_part(&note_part_id(&m.id), &m.id, raw, bytes)
+                let mut p = parse_part(&note_part_id(&m.id), &m.id, raw.clone(), bytes)
                     .map_err(|err| anyhow!(err))?;
+                p.raw = Some(Box::new(raw));
                 m.parts.insert(0, p);
             }
         }
@@ -194,15 +223,6 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout) -> Result<Session> {
     out.messages.retain(|m| !dropped.contains(&m.id));
     out.visible = visible_view(&out.messages);
     Ok(out)
-}
-
-fn chars_of(v: Option<&Value>) -> usize {
-    match v {
-        Some(Value::String(s)) => s.chars().count(),
-        Some(Value::Array(a)) => a.iter().map(|x| chars_of(Some(x))).sum(),
-        Some(Value::Object(o)) => o.values().map(|x| chars_of(Some(x))).sum(),
-        _ => 0,
-    }
 }
 
 /// How `edit` looks in storage, for the change list.
@@ -232,17 +252,14 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
         Change::Truncate {
             field, max_chars, ..
         } => {
-            let raw = part.map(|p| &p.raw);
+            let output = part
+                .and_then(|p| p.tool.as_ref())
+                .map_or(0, |t| t.output_chars);
+            let total = part.map_or(0, |p| p.model_chars);
             let (name, chars) = match field {
-                TextField::Text => ("text", chars_of(raw.and_then(|r| r.get("text")))),
-                TextField::ToolOutput => (
-                    "state.output",
-                    chars_of(raw.and_then(|r| r.pointer("/state/output"))),
-                ),
-                TextField::ToolInput => (
-                    "state.input",
-                    chars_of(raw.and_then(|r| r.pointer("/state/input"))),
-                ),
+                TextField::Text => ("text", total),
+                TextField::ToolOutput => ("state.output", output),
+                TextField::ToolInput => ("state.input", total.saturating_sub(output)),
             };
             (
                 name.to_string(),

@@ -74,6 +74,33 @@ impl LegacyStore {
     }
 }
 
+/// Re-reads stored files of the tree for [`edit::apply`].
+struct TreeRows<'a>(&'a Path);
+
+impl edit::RawRows for TreeRows<'_> {
+    fn message(&self, session_id: &str, message_id: &str) -> Result<Value> {
+        let f = self
+            .0
+            .join("message")
+            .join(session_id)
+            .join(format!("{message_id}.json"));
+        read_json(&f)
+            .map(|(v, _)| v)
+            .map_err(|e| anyhow!("{}: {e}", f.display()))
+    }
+
+    fn part(&self, message_id: &str, part_id: &str) -> Result<Value> {
+        let f = self
+            .0
+            .join("part")
+            .join(message_id)
+            .join(format!("{part_id}.json"));
+        read_json(&f)
+            .map(|(v, _)| v)
+            .map_err(|e| anyhow!("{}: {e}", f.display()))
+    }
+}
+
 impl LegacyStore {
     /// Applies one edit to the files of a copy rooted at `root`.
     fn apply_in_tree(&self, root: &Path, e: &Edit) -> Result<()> {
@@ -217,7 +244,7 @@ impl Store for LegacyStore {
 
 impl Applier for LegacyStore {
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
-        edit::apply(session, edits, Layout::Legacy)
+        edit::apply(session, edits, Layout::Legacy, &TreeRows(&self.path))
     }
 }
 

@@ -98,12 +98,12 @@ pub(crate) fn parse_message(
         time_completed: raw.pointer("/time/completed").and_then(Value::as_i64),
         summary: raw.get("summary").and_then(Value::as_bool).unwrap_or(false),
         finish: str_at(&raw, "finish").map(str::to_string),
-        error,
+        error: error.map(Box::new),
         usage,
         model,
         info_bytes,
         parts: Vec::new(),
-        raw,
+        raw: None,
     })
 }
 
@@ -193,16 +193,16 @@ pub(crate) fn parse_part(
                     }
                 }
             }
-            tool = Some(ToolCall {
+            tool = Some(Box::new(ToolCall {
                 name: str_at(&raw, "tool").unwrap_or("").to_string(),
                 call_id: str_at(&raw, "callID").unwrap_or("").to_string(),
                 status,
                 output_chars: chars(output),
                 output_cleared: cleared,
-            });
+            }));
         }
         PartKind::Compaction => {
-            compaction = Some(CompactionMarker {
+            compaction = Some(Box::new(CompactionMarker {
                 auto: raw.get("auto").and_then(Value::as_bool).unwrap_or(false),
                 overflow: raw
                     .get("overflow")
@@ -210,7 +210,7 @@ pub(crate) fn parse_part(
                     .unwrap_or(false),
                 tail_start_id: str_at(&raw, "tail_start_id").map(str::to_string),
                 ..Default::default()
-            })
+            }))
         }
         _ => {}
     }
@@ -229,7 +229,7 @@ pub(crate) fn parse_part(
         media,
         tool,
         compaction,
-        raw,
+        raw: None,
     })
 }
 

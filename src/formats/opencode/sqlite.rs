@@ -273,7 +273,8 @@ impl Store for SqliteStore {
 
 impl Applier for SqliteStore {
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
-        edit::apply(session, edits, Layout::Sqlite)
+        let conn = self.conn()?;
+        edit::apply(session, edits, Layout::Sqlite, &DbRows(&conn, &self.path))
     }
 }
 
@@ -308,6 +309,37 @@ impl Copier for SqliteStore {
             }
             Ok(())
         })
+    }
+}
+
+/// Re-reads stored rows of the snapshot for [`edit::apply`].
+struct DbRows<'a>(&'a Connection, &'a Path);
+
+impl edit::RawRows for DbRows<'_> {
+    fn message(&self, session_id: &str, message_id: &str) -> Result<Value> {
+        let data: String = self
+            .0
+            .query_row(
+                "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",
+                [message_id, session_id],
+                |r| r.get(0),
+            )
+            .with_context(|| format!("{}: message row {message_id}", self.1.display()))?;
+        serde_json::from_str(&data)
+            .with_context(|| format!("{}: message row {message_id}", self.1.display()))
+    }
+
+    fn part(&self, message_id: &str, part_id: &str) -> Result<Value> {
+        let data: String = self
+            .0
+            .query_row(
+                "SELECT data FROM part WHERE id = ?1 AND message_id = ?2",
+                [part_id, message_id],
+                |r| r.get(0),
+            )
+            .with_context(|| format!("{}: part row {part_id}", self.1.display()))?;
+        serde_json::from_str(&data)
+            .with_context(|| format!("{}: part row {part_id}", self.1.display()))
     }
 }
 
