@@ -93,7 +93,10 @@ fn opencode_template() -> Vec<(String, Value, Vec<(String, Value)>)> {
 
 /// Builds an opencode session from the template plus `extra_msg` and
 /// `extra_part` (message id, part), as the opencode loaders assemble one.
-fn opencode_session(extra_msg: Option<Message>, extra_part: Option<crate::model::Part>) -> Session {
+fn opencode_session(
+    extra_msg: Option<Message>,
+    extra_part: Option<(String, crate::model::Part)>,
+) -> Session {
     use crate::formats::opencode::{parse_message, parse_part};
     let mut s = Session::new(Agent::Opencode, SID, None, PathBuf::from("fuzz"));
     for (mid, raw, parts) in opencode_template() {
@@ -101,7 +104,7 @@ fn opencode_session(extra_msg: Option<Message>, extra_part: Option<crate::model:
         if let Ok(mut m) = parse_message(&mid, raw, n, None) {
             for (pid, p) in parts {
                 let n = p.to_string().len() as u64;
-                if let Ok(p) = parse_part(&pid, &mid, p, n) {
+                if let Ok(p) = parse_part(&pid, p, n) {
                     m.parts.push(p);
                 }
             }
@@ -109,10 +112,13 @@ fn opencode_session(extra_msg: Option<Message>, extra_part: Option<crate::model:
         }
     }
     s.messages.extend(extra_msg);
-    if let Some(p) = extra_part {
-        match s.messages.iter_mut().find(|m| m.id == p.message_id) {
+    if let Some((message_id, p)) = extra_part {
+        match s.messages.iter_mut().find(|m| m.id == message_id) {
             Some(m) => m.parts.push(p),
-            None => s.orphan_parts.push(p),
+            None => s.orphan_parts.push(crate::model::OrphanPart {
+                message_id,
+                part: p,
+            }),
         }
     }
     s.messages
@@ -165,8 +171,8 @@ pub fn opencode_part(data: &[u8]) {
     let Some(v) = json_of(data) else { return };
     let n = data.len() as u64;
     for mid in ["msg_b", "msg_a", "msg_gone"] {
-        if let Ok(p) = crate::formats::opencode::parse_part("prt_fuzz", mid, v.clone(), n) {
-            exercise_session(&opencode_session(None, Some(p)));
+        if let Ok(p) = crate::formats::opencode::parse_part("prt_fuzz", v.clone(), n) {
+            exercise_session(&opencode_session(None, Some((mid.to_string(), p))));
         }
     }
 }

@@ -36,13 +36,49 @@ impl Agent {
     }
 }
 
+/// A short string many messages repeat (a role or part type name, a model,
+/// a finish reason): shared, not copied per message ([`sym`]).
+pub type Sym = std::sync::Arc<str>;
+
+/// The shared [`Sym`] for `s`. Each worker thread keeps up to 4,096
+/// distinct strings (role and type names, models and finish reasons are a
+/// handful per session); past that, strings are simply allocated.
+pub fn sym(s: &str) -> Sym {
+    thread_local! {
+        static SYMS: std::cell::RefCell<std::collections::HashMap<Box<str>, Sym>> =
+            Default::default();
+    }
+    SYMS.with(|m| {
+        let mut m = m.borrow_mut();
+        if let Some(x) = m.get(s) {
+            return x.clone();
+        }
+        let x: Sym = Sym::from(s);
+        if m.len() < 4096 && s.len() <= 256 {
+            m.insert(s.into(), x.clone());
+        }
+        x
+    })
+}
+
 /// Author of a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
     User,
     Assistant,
     /// Any other stored role, kept verbatim.
-    Other(String),
+    Other(Sym),
+}
+
+impl Role {
+    /// The role named `s` (`user`, `assistant`, or any other name).
+    pub fn named(s: &str) -> Role {
+        match s {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            other => Role::Other(sym(other)),
+        }
+    }
 }
 
 impl Role {
@@ -180,14 +216,13 @@ pub struct CompactionMarker {
     pub prunes: bool,
 }
 
-/// One stored part of a message.
+/// One stored part of a message (its message is the one that holds it).
 #[derive(Debug, Clone)]
 pub struct Part {
     pub id: String,
-    pub message_id: String,
     pub kind: PartKind,
     /// Type name exactly as stored.
-    pub kind_name: String,
+    pub kind_name: Sym,
     /// Bytes stored for this part (SQLite `part.data`, or the part file's size).
     pub payload_bytes: u64,
     /// Characters of what the agent sends the model for this part (media data excluded).
@@ -203,6 +238,14 @@ pub struct Part {
     /// edits apply on top; otherwise `None`: the format re-reads the row or
     /// line by id when it must change it, so a session holds figures, not text).
     pub raw: Option<Box<Value>>,
+}
+
+/// A stored part whose message does not exist.
+#[derive(Debug, Clone)]
+pub struct OrphanPart {
+    /// The message id the part names.
+    pub message_id: String,
+    pub part: Part,
 }
 
 /// Where a message sits in a line-oriented store (JSONL).
@@ -221,12 +264,11 @@ pub struct LineRef {
 impl Part {
     /// A part with no content figures yet (bytes, characters, media all 0);
     /// loaders fill in what their format stores.
-    pub fn empty(id: String, message_id: &str, kind: PartKind, kind_name: &str) -> Part {
+    pub fn empty(id: String, kind: PartKind, kind_name: &str) -> Part {
         Part {
             id,
-            message_id: message_id.to_string(),
             kind,
-            kind_name: kind_name.to_string(),
+            kind_name: sym(kind_name),
             payload_bytes: 0,
             model_chars: 0,
             wire_bytes: 0,
@@ -273,11 +315,11 @@ pub struct Message {
     /// assistant; Claude Code: the `isCompactSummary` user line).
     pub summary: bool,
     /// Finish reason as stored (`stop`, `tool-calls`, ...), if any.
-    pub finish: Option<String>,
+    pub finish: Option<Sym>,
     pub error: Option<Box<StoredError>>,
     pub usage: Usage,
     /// `provider/model` this message was sent to or written for.
-    pub model: Option<String>,
+    pub model: Option<Sym>,
     /// Bytes stored for the message row or file itself, parts excluded.
     pub info_bytes: u64,
     pub parts: Vec<Part>,
@@ -429,7 +471,7 @@ pub struct Session {
     /// Messages in stored chronological order: `(time_created, id)` ascending.
     pub messages: Vec<Message>,
     /// Parts whose message does not exist in the session.
-    pub orphan_parts: Vec<Part>,
+    pub orphan_parts: Vec<OrphanPart>,
     /// Ids that were stored more than once (message or part ids).
     pub duplicate_ids: Vec<DuplicateId>,
     pub problems: Vec<LoadProblem>,
@@ -592,7 +634,7 @@ impl Session {
             + self
                 .orphan_parts
                 .iter()
-                .map(|p| p.payload_bytes)
+                .map(|p| p.part.payload_bytes)
                 .sum::<u64>()
     }
 

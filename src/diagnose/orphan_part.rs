@@ -15,12 +15,12 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 Some(&p.message_id),
                 format!(
                     "part {} ({}) belongs to message {}, which does not exist",
-                    p.id, p.kind_name, p.message_id
+                    p.part.id, p.part.kind_name, p.message_id
                 ),
                 "the agent ignores it; remove it from a copy or restore its message from a backup",
             )
-            .with("part_id", p.id.clone())
-            .with("payload_bytes", p.payload_bytes)
+            .with("part_id", p.part.id.clone())
+            .with("payload_bytes", p.part.payload_bytes)
         })
         .collect()
 }

@@ -37,12 +37,12 @@ pub fn check_session(s: &Session, findings: Vec<Finding>, options: &Options) -> 
     }
 }
 
-/// `inspect`: one part.
-pub fn part_row(p: &Part) -> PartRow {
+/// `inspect`: one part of message `message_id`.
+pub fn part_row(message_id: &str, p: &Part) -> PartRow {
     PartRow {
         id: p.id.clone(),
-        message_id: p.message_id.clone(),
-        kind: p.kind_name.clone(),
+        message_id: message_id.to_string(),
+        kind: p.kind_name.to_string(),
         payload_bytes: p.payload_bytes,
         media_bytes: p.media.iter().map(|m| m.decoded_bytes).sum(),
         media_count: p.media.len(),
@@ -102,14 +102,25 @@ pub fn inspect_session(s: &Session, top: Option<usize>) -> InspectSession {
             media_count: m.media_count(),
             tokens_estimated: m.tokens_estimated(),
             tokens_reported: m.usage,
-            parts: m.parts.iter().map(part_row).collect(),
+            parts: m.parts.iter().map(|p| part_row(&m.id, p)).collect(),
             flags: flags(s, &visible, i),
         })
         .collect();
     let top_parts = top.map(|n| {
-        let mut all: Vec<&Part> = s.messages.iter().flat_map(|m| &m.parts).collect();
-        all.sort_by(|a, b| b.payload_bytes.cmp(&a.payload_bytes).then(a.id.cmp(&b.id)));
-        all.into_iter().take(n).map(part_row).collect()
+        let mut all: Vec<(&str, &Part)> = s
+            .messages
+            .iter()
+            .flat_map(|m| m.parts.iter().map(move |p| (m.id.as_str(), p)))
+            .collect();
+        all.sort_by(|a, b| {
+            b.1.payload_bytes
+                .cmp(&a.1.payload_bytes)
+                .then(a.1.id.cmp(&b.1.id))
+        });
+        all.into_iter()
+            .take(n)
+            .map(|(mid, p)| part_row(mid, p))
+            .collect()
     });
     InspectSession {
         agent: s.agent.name(),

@@ -85,8 +85,8 @@ fn block_media(b: &Value) -> Option<Media> {
     ))
 }
 
-fn part(id: String, message_id: &str, kind: PartKind, kind_name: &str) -> Part {
-    Part::empty(id, message_id, kind, kind_name)
+fn part(id: String, _message_id: &str, kind: PartKind, kind_name: &str) -> Part {
+    Part::empty(id, kind, kind_name)
 }
 
 /// The parts of a line's `message.content` (a string, or blocks).
@@ -195,11 +195,7 @@ pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Opti
     let uuid = str_of(v, field::UUID)?.to_string();
     let kind = str_of(v, "type").unwrap_or("");
     let subtype = str_of(v, "subtype").unwrap_or("");
-    let role = match kind {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        other => Role::Other(other.to_string()),
-    };
+    let role = Role::named(kind);
     let msg = v.get("message").filter(|m| m.is_object());
     let model_name = msg.and_then(|m| str_of(m, "model"));
     let synthetic_reply = model_name == Some("<synthetic>");
@@ -295,6 +291,7 @@ pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Opti
             p.synthetic = true;
         }
     }
+    parts.shrink_to_fit();
     let parts_bytes: u64 = parts.iter().map(|p| p.payload_bytes).sum();
     let parent_optional = sidechain
         || matches!(kind, "progress" | "attachment")
@@ -311,12 +308,12 @@ pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Opti
         time_created,
         time_completed: (kind == "assistant").then_some(time_created),
         summary: flag(v, "isCompactSummary"),
-        finish,
+        finish: finish.map(|f: String| sym(&f)),
         error,
         usage,
         model: model_name
             .filter(|m| !synthetic_reply && !m.is_empty())
-            .map(|m| format!("anthropic/{m}")),
+            .map(|m| sym(&format!("anthropic/{m}"))),
         info_bytes: line.bytes.saturating_sub(parts_bytes),
         parts,
         // Only boundary lines keep their JSON (small, needed to resolve the
@@ -517,7 +514,7 @@ pub(super) fn finish(s: &mut Session) {
     let mut results: HashMap<String, ToolStatus> = HashMap::new();
     for p in s.messages.iter().flat_map(|m| &m.parts) {
         if let Some(t) = &p.tool {
-            if p.kind_name == "tool_result" {
+            if &*p.kind_name == "tool_result" {
                 results.insert(t.call_id.clone(), t.status.clone());
             } else {
                 names.insert(t.call_id.clone(), t.name.clone());
@@ -525,7 +522,7 @@ pub(super) fn finish(s: &mut Session) {
         }
     }
     for p in s.messages.iter_mut().flat_map(|m| &mut m.parts) {
-        let is_result = p.kind_name == "tool_result";
+        let is_result = &*p.kind_name == "tool_result";
         if let Some(t) = &mut p.tool {
             if is_result {
                 t.name = names.get(&t.call_id).cloned().unwrap_or_default();

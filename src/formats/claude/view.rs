@@ -115,7 +115,7 @@ pub fn resolve_markers(s: &mut Session) {
 fn sent(m: &Message) -> bool {
     match &m.role {
         Role::User | Role::Assistant => true,
-        Role::Other(t) => t == "attachment" || m.compaction().is_some(),
+        Role::Other(t) => &**t == "attachment" || m.compaction().is_some(),
     }
 }
 

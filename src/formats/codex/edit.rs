@@ -492,7 +492,7 @@ fn part_field(m: Option<&Message>, part_id: &str, leaf: &str) -> String {
         _ => "payload".to_string(),
     };
     let p = m.and_then(|m| m.parts.iter().find(|p| p.id == part_id));
-    let kind = p.map(|p| p.kind_name.as_str()).unwrap_or("");
+    let kind = p.map(|p| &*p.kind_name).unwrap_or("");
     let field = match kind {
         "input_text" | "output_text" | "text" | "summary_text" | "refusal" | "input_image"
         | "image" => format!("content[{}]{leaf}", k.unwrap_or(0)),
@@ -532,7 +532,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredC
                 part_field(m, part_id, ""),
                 json!(format!(
                     "{} with {bytes} bytes of inline media",
-                    part.map(|p| p.kind_name.as_str()).unwrap_or("part")
+                    part.map(|p| &*p.kind_name).unwrap_or("part")
                 )),
                 json!(placeholder),
             )

@@ -168,10 +168,10 @@ pub fn time_ms(v: &Value) -> Option<i64> {
         .map(|d| d.as_millis() as i64)
 }
 
-fn part(id: String, message_id: &str, kind: PartKind, kind_name: &str, bytes: u64) -> Part {
+fn part(id: String, _message_id: &str, kind: PartKind, kind_name: &str, bytes: u64) -> Part {
     Part {
         payload_bytes: bytes,
-        ..Part::empty(id, message_id, kind, kind_name)
+        ..Part::empty(id, kind, kind_name)
     }
 }
 
@@ -288,8 +288,8 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             let role = match str_at(item, "role") {
                 Some("user") => Role::User,
                 Some("assistant") => Role::Assistant,
-                Some(r) => Role::Other(r.to_string()),
-                None => Role::Other("message".into()),
+                Some(r) => Role::named(r),
+                None => Role::Other(sym("message")),
             };
             m = message(id, role, line, time);
             match item.get("content") {
@@ -334,7 +334,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
                     if first.starts_with(SUMMARY_PREFIX) {
                         m.summary = true;
                     } else if CONTEXT_PREFIXES.iter().any(|p| first.starts_with(p)) {
-                        m.role = Role::Other(CONTEXT_ROLE.into());
+                        m.role = Role::Other(sym(CONTEXT_ROLE));
                         m.parts.iter_mut().for_each(|p| p.synthetic = true);
                     }
                 }
@@ -368,7 +368,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             m.parts.push(p);
         }
         t if t.ends_with("_output") => {
-            m = message(id, Role::Other("tool".into()), line, time);
+            m = message(id, Role::Other(sym("tool")), line, time);
             let (c, w, media) = output_facts(item.get("output"));
             let mut p = part(pid(0), id, PartKind::Tool, ty, 0);
             p.model_chars = c;
@@ -403,7 +403,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
         }
         "ghost_snapshot" => {
             // Codex's undo snapshot: stored, never sent.
-            m = message(id, Role::Other(ty.into()), line, time);
+            m = message(id, Role::Other(sym(ty)), line, time);
             m.parts
                 .push(part(pid(0), id, PartKind::Other(ty.into()), ty, 0));
         }
@@ -411,7 +411,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             let role = if OUTPUT_ITEMS.contains(&other) {
                 Role::Assistant
             } else {
-                Role::Other(if other.is_empty() { "item" } else { other }.to_string())
+                Role::Other(sym(if other.is_empty() { "item" } else { other }))
             };
             m = message(id, role, line, time);
             // Sent back as it is stored: counted whole (an over-estimate).
@@ -454,7 +454,7 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
                 }
             }
             let text = str_at(p, "message").unwrap_or("");
-            let mut m = message(&id, Role::Other("compacted".into()), line, time);
+            let mut m = message(&id, Role::Other(sym("compacted")), line, time);
             m.summary = true;
             m.time_completed = Some(time);
             let mut c = part(
@@ -487,7 +487,7 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
                 Some(sub) if ty == "event_msg" => format!("{ty}/{sub}"),
                 _ => ty,
             };
-            let mut m = message(&id, Role::Other(role), line, time);
+            let mut m = message(&id, Role::Other(sym(&role)), line, time);
             m.info_bytes = line.bytes;
             Some(vec![m])
         }
@@ -547,8 +547,8 @@ impl Loader {
     fn push(&mut self, mut m: Message) -> usize {
         if matches!(m.role, Role::User | Role::Assistant) {
             m.model = match (&self.provider, &self.model) {
-                (Some(p), Some(md)) => Some(format!("{p}/{md}")),
-                (None, Some(md)) => Some(md.clone()),
+                (Some(p), Some(md)) => Some(sym(&format!("{p}/{md}"))),
+                (None, Some(md)) => Some(sym(md)),
                 _ => None,
             };
         }
@@ -680,7 +680,7 @@ impl Loader {
         let id = ids::line(line.line);
         let mut m = message(
             &id,
-            Role::Other("event_msg/token_count".into()),
+            Role::Other(sym("event_msg/token_count")),
             line,
             self.time,
         );

@@ -194,12 +194,11 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) ->
                     .ok_or_else(|| anyhow!("part {part_id} not in message {}", e.message_id))?;
                 let mut raw = match &p.raw {
                     Some(r) => (**r).clone(),
-                    None => rows.part(&p.message_id, &p.id)?,
+                    None => rows.part(&e.message_id, &p.id)?,
                 };
                 edit_part(&mut raw, &e.change).map_err(|err| anyhow!("part {part_id}: {err}"))?;
                 let bytes = layout.serialize(&raw).len() as u64;
-                *p = parse_part(&p.id, &p.message_id, raw.clone(), bytes)
-                    .map_err(|err| anyhow!(err))?;
+                *p = parse_part(&p.id, raw.clone(), bytes).map_err(|err| anyhow!(err))?;
                 p.raw = Some(Box::new(raw));
             }
             Change::DropMessage => {
@@ -213,7 +212,7 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) ->
             Change::AddNote { text } => {
                 let raw = note_part(layout, &s.id, &m.id, text);
                 let bytes = layout.serialize(&raw).len() as u64;
-                let mut p = parse_part(&note_part_id(&m.id), &m.id, raw.clone(), bytes)
+                let mut p = parse_part(&note_part_id(&m.id), raw.clone(), bytes)
                     .map_err(|err| anyhow!(err))?;
                 p.raw = Some(Box::new(raw));
                 m.parts.insert(0, p);
@@ -236,7 +235,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
         ),
         Change::ClearParent { old } => (PARENT_FIELD.to_string(), json!(old), Value::Null),
         Change::StripMedia { placeholder, .. } => {
-            let (field, what) = match part.map(|p| p.kind_name.as_str()) {
+            let (field, what) = match part.map(|p| &*p.kind_name) {
                 Some("file") => ("url", "file part"),
                 _ => ("state.attachments", "tool attachments"),
             };

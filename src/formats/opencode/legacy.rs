@@ -221,8 +221,8 @@ impl Store for LegacyStore {
             }
             for pf in json_files(&self.path.join("part").join(&mid)) {
                 let pid = stem(&pf);
-                match read_json(&pf).and_then(|(v, n)| parse_part(&pid, &mid, v, n)) {
-                    Ok(p) => parts.push(p),
+                match read_json(&pf).and_then(|(v, n)| parse_part(&pid, v, n)) {
+                    Ok(p) => parts.push((mid.clone(), p)),
                     Err(error) => session.problems.push(LoadProblem {
                         location: pf.display().to_string(),
                         id: Some(pid),

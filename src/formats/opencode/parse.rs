@@ -41,9 +41,7 @@ pub(crate) fn parse_message(
         return Err("expected a JSON object for the message info".into());
     }
     let role = match str_at(&raw, "role") {
-        Some("user") => Role::User,
-        Some("assistant") => Role::Assistant,
-        Some(other) => Role::Other(other.to_string()),
+        Some(r) => Role::named(r),
         None => return Err("missing string field `role`".into()),
     };
     let time_created =
@@ -84,7 +82,8 @@ pub(crate) fn parse_message(
             (Some(p), Some(m)) => Some(format!("{p}/{m}")),
             _ => None,
         },
-    };
+    }
+    .map(|m| sym(&m));
     Ok(Message {
         id: id.to_string(),
         role,
@@ -97,7 +96,7 @@ pub(crate) fn parse_message(
         time_created,
         time_completed: raw.pointer("/time/completed").and_then(Value::as_i64),
         summary: raw.get("summary").and_then(Value::as_bool).unwrap_or(false),
-        finish: str_at(&raw, "finish").map(str::to_string),
+        finish: str_at(&raw, "finish").map(sym),
         error: error.map(Box::new),
         usage,
         model,
@@ -114,15 +113,14 @@ const CLEARED_TOOL_OUTPUT: &str = "[Old tool result content cleared]";
 /// Builds a [`Part`] from an opencode part (`raw`, as stored).
 pub(crate) fn parse_part(
     id: &str,
-    message_id: &str,
     raw: Value,
     payload_bytes: u64,
 ) -> std::result::Result<Part, String> {
     let kind_name = match str_at(&raw, "type") {
-        Some(t) => t.to_string(),
+        Some(t) => sym(t),
         None => return Err("missing string field `type` in the part".into()),
     };
-    let kind = match kind_name.as_str() {
+    let kind = match &*kind_name {
         "text" => PartKind::Text,
         "reasoning" => PartKind::Reasoning,
         "tool" => PartKind::Tool,
@@ -216,7 +214,6 @@ pub(crate) fn parse_part(
     }
     Ok(Part {
         id: id.to_string(),
-        message_id: message_id.to_string(),
         kind,
         kind_name,
         payload_bytes,
@@ -235,11 +232,12 @@ pub(crate) fn parse_part(
 
 /// Sorts messages chronologically (stored time, then ascending id) and
 /// attaches parts; parts whose message is missing become orphans.
-pub(super) fn assemble(session: &mut Session, mut parts: Vec<Part>) {
+/// `parts` are `(message id, part)` pairs.
+pub(super) fn assemble(session: &mut Session, mut parts: Vec<(String, Part)>) {
     session
         .messages
         .sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
-    parts.sort_by(|a, b| a.id.cmp(&b.id));
+    parts.sort_by(|a, b| a.1.id.cmp(&b.1.id));
     let mut seen_parts = std::collections::HashSet::new();
     let index: std::collections::HashMap<String, usize> = session
         .messages
@@ -248,18 +246,24 @@ pub(super) fn assemble(session: &mut Session, mut parts: Vec<Part>) {
         .rev()
         .map(|(i, m)| (m.id.clone(), i))
         .collect();
-    for p in parts {
+    for (message_id, p) in parts {
         if !seen_parts.insert(p.id.clone()) {
             session.duplicate_ids.push(DuplicateId {
                 id: p.id.clone(),
-                place: format!("part of message {}", p.message_id),
+                place: format!("part of message {message_id}"),
                 same_content: false,
             });
         }
-        match index.get(&p.message_id) {
+        match index.get(&message_id) {
             Some(&i) => session.messages[i].parts.push(p),
-            None => session.orphan_parts.push(p),
+            None => session.orphan_parts.push(OrphanPart {
+                message_id,
+                part: p,
+            }),
         }
+    }
+    for m in &mut session.messages {
+        m.parts.shrink_to_fit();
     }
     let mut seen = std::collections::HashSet::new();
     for m in &session.messages {

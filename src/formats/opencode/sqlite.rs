@@ -247,10 +247,10 @@ impl Store for SqliteStore {
                 .and_then(|(text, n)| {
                     let v: Value = serde_json::from_str(&text)
                         .map_err(|e| format!("invalid JSON in `data`: {e}"))?;
-                    parse_part(&pid, &mid, v, n)
+                    parse_part(&pid, v, n)
                 });
             match parsed {
-                Ok(p) => parts.push(p),
+                Ok(p) => parts.push((mid, p)),
                 Err(error) => session.problems.push(LoadProblem {
                     location: self.loc("part", &pid),
                     id: Some(pid),
