@@ -121,7 +121,7 @@ fn models_json_paths(opts: &LimitOptions) -> Vec<PathBuf> {
 /// of [`crate::fsx::MAX_JSON_DOC_BYTES`] and regular files only (a path to
 /// `/dev/zero` is refused by its type, not read).
 pub fn models_dev(path: &Path) -> Result<std::sync::Arc<Value>, String> {
-    type Cache = std::collections::HashMap<PathBuf, Result<std::sync::Arc<Value>, String>>;
+    type Cache = rustc_hash::FxHashMap<PathBuf, Result<std::sync::Arc<Value>, String>>;
     static CACHE: std::sync::OnceLock<std::sync::Mutex<Cache>> = std::sync::OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(r) = cache.lock().ok().and_then(|c| c.get(path).cloned()) {

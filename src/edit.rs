@@ -55,6 +55,25 @@ pub enum Change {
     /// Add a synthetic text part with `text` at the start of the message (the
     /// format chooses the new part's id).
     AddNote { text: String },
+    /// A change to the session itself rather than to one of its messages
+    /// (the edit's `message_id` is the session id). Only formats that store
+    /// sessions as rows of their own apply these (hermes-agent); every
+    /// other format refuses them.
+    Session(SessionChange),
+}
+
+/// What a [`Change::Session`] changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionChange {
+    /// Clear the state of a session closed by a compaction that has no
+    /// continuation (hermes-agent: `ended_at` and `end_reason` cleared, as
+    /// its own `reopen_session` does; a stale compression lock removed).
+    Reopen,
+    /// Remove a session that holds no message (an empty continuation) from
+    /// the copy, with its usage rows.
+    DropEmpty,
+    /// Make the session a root: its stored parent `old` names no session.
+    ClearParent { old: String },
 }
 
 impl Change {
@@ -68,6 +87,9 @@ impl Change {
             Change::DropMessage => "drop-message",
             Change::DropCopies => "drop-copies",
             Change::AddNote { .. } => "add-note",
+            Change::Session(SessionChange::Reopen) => "reopen-session",
+            Change::Session(SessionChange::DropEmpty) => "drop-empty-session",
+            Change::Session(SessionChange::ClearParent { .. }) => "clear-session-parent",
         }
     }
 

@@ -22,6 +22,10 @@ pub enum Agent {
     ClaudeCode,
     /// OpenAI Codex CLI (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
     Codex,
+    /// docker-agent, formerly cagent (SQLite `~/.cagent/session.db`).
+    DockerAgent,
+    /// NousResearch hermes-agent (SQLite `$HERMES_HOME/state.db`).
+    Hermes,
 }
 
 impl Agent {
@@ -32,6 +36,8 @@ impl Agent {
             Agent::Kilo => "kilo",
             Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
+            Agent::DockerAgent => "docker-agent",
+            Agent::Hermes => "hermes",
         }
     }
 }
@@ -45,7 +51,7 @@ pub type Sym = std::sync::Arc<str>;
 /// handful per session); past that, strings are simply allocated.
 pub fn sym(s: &str) -> Sym {
     thread_local! {
-        static SYMS: std::cell::RefCell<std::collections::HashMap<Box<str>, Sym>> =
+        static SYMS: std::cell::RefCell<rustc_hash::FxHashMap<Box<str>, Sym>> =
             Default::default();
     }
     SYMS.with(|m| {
@@ -115,7 +121,11 @@ impl Usage {
     pub fn overflow_count(&self) -> u64 {
         match self.total {
             Some(t) if t > 0 => t,
-            _ => self.input + self.output + self.cache_read + self.cache_write,
+            _ => self
+                .input
+                .saturating_add(self.output)
+                .saturating_add(self.cache_read)
+                .saturating_add(self.cache_write),
         }
     }
 
@@ -125,12 +135,13 @@ impl Usage {
     }
 
     /// Field-wise sum.
+    /// Field-wise sum, saturating (a corrupt store may hold `u64::MAX`).
     pub fn add(&mut self, o: &Usage) {
-        self.input += o.input;
-        self.output += o.output;
-        self.reasoning += o.reasoning;
-        self.cache_read += o.cache_read;
-        self.cache_write += o.cache_write;
+        self.input = self.input.saturating_add(o.input);
+        self.output = self.output.saturating_add(o.output);
+        self.reasoning = self.reasoning.saturating_add(o.reasoning);
+        self.cache_read = self.cache_read.saturating_add(o.cache_read);
+        self.cache_write = self.cache_write.saturating_add(o.cache_write);
     }
 }
 
@@ -214,6 +225,61 @@ pub struct CompactionMarker {
     /// present and every preserved id resolves; opencode cuts at every
     /// completed summary, so its markers leave this `false`.
     pub prunes: bool,
+    /// The agent records neither this compaction's trigger nor its usage
+    /// apart (hermes-agent's in-place compression keeps one usage total per
+    /// session): whether it made progress cannot be judged from the store,
+    /// so no-progress rules leave it out.
+    pub unjudged: bool,
+    /// Where the kept tail starts when the agent records it as an index into
+    /// its own item list (docker-agent `first_kept_entry`), judged by the format.
+    pub kept_entry: Option<Box<KeptEntry>>,
+}
+
+/// Why a stored kept-entry index is stale (docker-agent `first_kept_entry`,
+/// docs/formats/docker-agent.md section 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeptStale {
+    /// Negative or beyond the compaction's own index: the agent silently
+    /// ignores it and sends no kept tail.
+    OutOfRange,
+    /// Before the previous compaction's kept region: the agent honours it and
+    /// resends history an earlier compaction had cut.
+    BeforePrevious,
+    /// The kept tail starts on a tool result whose call was summarized: the
+    /// agent drops the result as an orphan.
+    OnToolResult,
+}
+
+impl KeptStale {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeptStale::OutOfRange => "out-of-range",
+            KeptStale::BeforePrevious => "before-previous-kept",
+            KeptStale::OnToolResult => "on-tool-result",
+        }
+    }
+}
+
+/// A compaction's kept-tail index as the agent stores it, with where the
+/// agent starts resending stored items after it (all indexes count the
+/// agent's loaded item list, not stored positions).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptEntry {
+    /// The value as stored.
+    pub stored: i64,
+    /// The compaction's own index.
+    pub index: u64,
+    /// Where the agent starts after the summary with the stored value.
+    pub effective_start: u64,
+    /// Where the previous compaction's kept region starts (0 when none),
+    /// earlier stale values taken as repaired.
+    pub previous_start: u64,
+    /// The value the agent's own compactor rule gives.
+    pub rule: u64,
+    /// Where the agent starts once a stale value is replaced by `rule`.
+    pub corrected_start: u64,
+    /// Why the stored value is stale; `None` when the agent handles it as intended.
+    pub stale: Option<KeptStale>,
 }
 
 /// One stored part of a message (its message is the one that holds it).
@@ -441,11 +507,11 @@ pub enum ParentLinks {
 #[derive(Debug, Default)]
 pub struct Lookup<'a> {
     /// Message id -> index of its first copy.
-    pub messages: std::collections::HashMap<&'a str, usize>,
+    pub messages: rustc_hash::FxHashMap<&'a str, usize>,
     /// Message id -> number of stored copies.
-    pub copies: std::collections::HashMap<&'a str, usize>,
+    pub copies: rustc_hash::FxHashMap<&'a str, usize>,
     /// Part id -> (message index, part index) of its first copy.
-    pub parts: std::collections::HashMap<&'a str, (usize, usize)>,
+    pub parts: rustc_hash::FxHashMap<&'a str, (usize, usize)>,
 }
 
 impl<'a> Lookup<'a> {
@@ -494,6 +560,41 @@ pub struct Session {
     /// Model limits the agent stored with the session itself (Codex
     /// `task_started.model_context_window`); used when no flag names limits.
     pub stored_limits: Option<crate::budget::Limits>,
+    /// Usage the agent stores per session rather than per message
+    /// (hermes-agent `sessions.input_tokens`...): added to [`Session::tokens_total`].
+    pub session_usage: Usage,
+    /// Where the session sits among sessions that continue one another,
+    /// when the agent links sessions (hermes-agent `parent_session_id`).
+    pub lineage: Option<Box<Lineage>>,
+}
+
+/// Where a session sits among the sessions an agent continues one another
+/// with (hermes-agent: a compression ends a session and continues the
+/// conversation in a child session; docs/formats/hermes.md section 4).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lineage {
+    /// The session this one names as its parent, as stored.
+    pub parent: Option<String>,
+    /// `parent` names no session of the store.
+    pub parent_missing: bool,
+    /// First session of the compaction chain this session belongs to.
+    pub root: String,
+    /// 1-based position in the chain (1 = the root).
+    pub position: usize,
+    /// Sessions in the chain, root to tip.
+    pub length: usize,
+    /// The chain's newest session, what the agent continues.
+    pub tip: String,
+    /// The session the agent loads when asked to resume this one.
+    pub resumes: String,
+    /// The session was ended by a compaction that continues in a child.
+    pub ended_by_compaction: bool,
+    /// Child sessions that continue it after such a compaction.
+    pub continuations: usize,
+    /// The session is such a continuation of its parent.
+    pub continuation: bool,
+    /// Message rows stored for the session, archived ones included.
+    pub rows: usize,
 }
 
 impl Session {
@@ -515,12 +616,14 @@ impl Session {
             parent_links: ParentLinks::UserTurn,
             notes: Vec::new(),
             stored_limits: None,
+            session_usage: Usage::default(),
+            lineage: None,
         }
     }
 
     /// Ids of every message a compaction keeps across it (its preserved
     /// messages; Claude Code), which repairs never re-parent or drop.
-    pub fn preserved_ids(&self) -> std::collections::HashSet<&str> {
+    pub fn preserved_ids(&self) -> rustc_hash::FxHashSet<&str> {
         self.messages
             .iter()
             .filter_map(|m| m.compaction())
@@ -534,8 +637,11 @@ impl Session {
     }
 
     /// Id -> index of its first copy, for rules that look many ids up.
-    pub fn id_index(&self) -> std::collections::HashMap<&str, usize> {
-        let mut map = std::collections::HashMap::with_capacity(self.messages.len());
+    pub fn id_index(&self) -> rustc_hash::FxHashMap<&str, usize> {
+        let mut map = rustc_hash::FxHashMap::with_capacity_and_hasher(
+            self.messages.len(),
+            Default::default(),
+        );
         for (i, m) in self.messages.iter().enumerate() {
             map.entry(m.id.as_str()).or_insert(i);
         }
@@ -557,9 +663,10 @@ impl Session {
 
     /// Sum of stored usage over all messages; a provider response stored over
     /// several messages ([`Message::response_id`]) counts once, with its last
-    /// message's usage (what ccusage does for Claude Code's split responses).
+    /// message's usage (what ccusage does for Claude Code's split responses),
+    /// plus the usage stored per session ([`Session::session_usage`]).
     pub fn tokens_total(&self) -> Usage {
-        let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut last: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
         for (i, m) in self.messages.iter().enumerate() {
             if let Some(r) = &m.response_id {
                 last.insert(r, i);
@@ -572,6 +679,7 @@ impl Session {
                 _ => u.add(&m.usage),
             }
         }
+        u.add(&self.session_usage);
         u
     }
 

@@ -39,7 +39,7 @@ pub fn next_turn(s: &crate::model::Session, overhead: Option<u64>) -> NextTurn {
     });
     let overhead_tokens = overhead.or(derived).unwrap_or(0);
     NextTurn {
-        tokens: tokens_estimated + overhead_tokens,
+        tokens: tokens_estimated.saturating_add(overhead_tokens),
         reported: derived.is_some() && overhead.is_none(),
         tokens_estimated,
         overhead_tokens,

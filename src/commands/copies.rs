@@ -61,7 +61,7 @@ pub fn place(
         .collect();
     let common = common_ancestor(&bases);
     let mut placed = Vec::new();
-    let mut taken: std::collections::HashMap<PathBuf, PathBuf> = Default::default();
+    let mut taken: rustc_hash::FxHashMap<PathBuf, PathBuf> = Default::default();
     for (k, &i) in selected.iter().enumerate() {
         let store = &e.stores[i];
         let c = store.copier();

@@ -27,7 +27,7 @@ pub fn run(a: &RepairArgs) -> Result<ExitCode> {
         (0..e.stores.len()).collect()
     };
     selected.dedup();
-    let failed: std::collections::HashSet<std::path::PathBuf> =
+    let failed: rustc_hash::FxHashSet<std::path::PathBuf> =
         e.problems.errors.iter().map(|x| x.path.clone()).collect();
     selected.retain(|&i| !failed.contains(e.stores[i].path()));
     let (guard, out_dir) = copies::guard_out(&e, &a.out)?;

@@ -61,7 +61,9 @@ pub fn chains(s: &Session) -> Vec<Chain> {
         let Some(marker) = m.compaction() else {
             continue;
         };
-        if !marker.auto {
+        // A manual compaction, or one whose progress the store cannot show,
+        // ends the chain.
+        if !marker.auto || marker.unjudged {
             out.extend(cur.take());
             continue;
         }
@@ -120,6 +122,40 @@ pub fn chains(s: &Session) -> Vec<Chain> {
 }
 
 pub fn check(s: &Session) -> Vec<Finding> {
+    let mut out = judged(s);
+    out.extend(unjudged(s));
+    out
+}
+
+/// Compactions the agent records no trigger or usage for
+/// ([`crate::model::CompactionMarker::unjudged`]: hermes-agent's in-place
+/// compressions): their count, as `info`; their progress is never guessed.
+fn unjudged(s: &Session) -> Option<Finding> {
+    let idx: Vec<usize> = (0..s.messages.len())
+        .filter(|&i| s.messages[i].compaction().is_some_and(|c| c.unjudged))
+        .collect();
+    let last = &s.messages[*idx.last()?];
+    Some(
+        Finding::new(
+            Code::CompactionLoop,
+            Severity::Info,
+            Some(&last.id),
+            format!(
+                "{} compaction(s) whose progress cannot be judged from the store: the agent records neither their trigger nor the usage around them (hermes-agent's in-place compression keeps one usage total per session)",
+                idx.len()
+            ),
+            "none needed; if the session keeps compacting, shrink it offline (`session-doctor compact`)",
+        )
+        .with("compactions", idx.len())
+        .with("progress", "unknown")
+        .with(
+            "compaction_ids",
+            idx.iter().map(|&i| s.messages[i].id.clone()).collect::<Vec<_>>(),
+        ),
+    )
+}
+
+fn judged(s: &Session) -> Vec<Finding> {
     chains(s)
         .into_iter()
         .filter(|c| c.stalls > 0)

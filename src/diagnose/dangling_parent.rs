@@ -7,7 +7,7 @@
 
 use super::{Code, Finding, Severity};
 use crate::model::{ParentLinks, Role, Session};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Whether each message's parent walk reaches a root without a missing link
 /// or a cycle (first copy of each id); a missing parent the agent expects
@@ -74,7 +74,7 @@ pub fn suggested_parents(s: &Session, indexes: &[usize]) -> Vec<Option<String>> 
             let first = s.id_index();
             // (file, sidechain) -> the two newest valid candidates (two, so
             // a message can skip a copy of itself).
-            let mut last: HashMap<(Option<usize>, bool), [Option<usize>; 2]> = HashMap::new();
+            let mut last: HashMap<(Option<usize>, bool), [Option<usize>; 2]> = HashMap::default();
             for (i, m) in s.messages.iter().enumerate() {
                 let key = (m.line.map(|l| l.file), m.sidechain);
                 while want.peek() == Some(&i) {
@@ -117,6 +117,34 @@ pub fn dangling(s: &Session) -> Vec<usize> {
 }
 
 pub fn check(s: &Session) -> Vec<Finding> {
+    let mut out: Vec<Finding> = session_parent(s).into_iter().collect();
+    out.extend(message_parents(s));
+    out
+}
+
+/// A session whose stored parent session is not in the store (hermes-agent
+/// `parent_session_id`): hermes lists only sessions without a parent (and
+/// branches), so the session drops out of `hermes sessions list`.
+fn session_parent(s: &Session) -> Option<Finding> {
+    let l = s.lineage.as_deref().filter(|l| l.parent_missing)?;
+    let pid = l.parent.clone().unwrap_or_default();
+    Some(
+        Finding::new(
+            Code::DanglingParent,
+            Severity::Error,
+            None,
+            format!(
+                "session {} names parent session {pid}, which is not in the store: the agent hides sessions that have a parent from its session list",
+                s.id
+            ),
+            "run `session-doctor repair` to clear the parent in the copy: the session becomes a root and is listed again",
+        )
+        .with("parent_id", pid)
+        .with("session_id", s.id.clone()),
+    )
+}
+
+fn message_parents(s: &Session) -> Vec<Finding> {
     let remedy = match s.parent_links {
         ParentLinks::UserTurn => {
             "run `session-doctor repair` to re-parent it to the newest earlier user message"

@@ -1,10 +1,12 @@
 //! Findings: one file per finding code, each a pure function of a [`Session`].
 
+mod closed_compression;
 mod compaction_failed;
 mod compaction_loop;
 mod dangling_logical_parent;
 mod dangling_parent;
 mod duplicate_id;
+mod empty_continuation;
 mod impossible_usage;
 mod media_history;
 mod orphan_in_context;
@@ -15,6 +17,7 @@ mod parent_cycle;
 mod payload;
 mod stale_parent;
 mod torn_tail;
+mod unanswered_turns;
 mod unfinished_tool_call;
 mod unreadable;
 
@@ -79,12 +82,15 @@ pub enum Code {
     DanglingParent,
     DanglingLogicalParent,
     ParentCycle,
+    ClosedCompressionSession,
+    EmptyContinuation,
     StaleParent,
     OrphanInContext,
     CompactionLoop,
     CompactionFailed,
     UnfinishedToolCall,
     OverflowError,
+    UnansweredTurns,
     ImpossibleUsage,
     OverBudget,
     PayloadTooLarge,
@@ -102,12 +108,15 @@ impl Code {
             Code::DanglingParent => "dangling-parent",
             Code::DanglingLogicalParent => "dangling-logical-parent",
             Code::ParentCycle => "parent-cycle",
+            Code::ClosedCompressionSession => "closed-compression-session",
+            Code::EmptyContinuation => "empty-continuation",
             Code::StaleParent => "stale-parent",
             Code::OrphanInContext => "orphan-in-context",
             Code::CompactionLoop => "compaction-loop",
             Code::CompactionFailed => "compaction-failed",
             Code::UnfinishedToolCall => "unfinished-tool-call",
             Code::OverflowError => "overflow-error",
+            Code::UnansweredTurns => "unanswered-turns",
             Code::ImpossibleUsage => "impossible-usage",
             Code::OverBudget => "over-budget",
             Code::PayloadTooLarge => "payload-too-large",
@@ -189,6 +198,18 @@ pub static RULES: &[Rule] = &[
         check: |s, _| parent_cycle::check(s),
     },
     Rule {
+        code: Code::ClosedCompressionSession,
+        severity: Severity::Error,
+        summary: "a session ended by a compression that no session continues",
+        check: |s, _| closed_compression::check(s),
+    },
+    Rule {
+        code: Code::EmptyContinuation,
+        severity: Severity::Error,
+        summary: "the session a resume lands on continues a compaction but holds no message",
+        check: |s, _| empty_continuation::check(s),
+    },
+    Rule {
         code: Code::StaleParent,
         severity: Severity::Error,
         summary: "a message after a compaction whose parent is from before it",
@@ -223,6 +244,12 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Error,
         summary: "a stored provider error that says the request was too big",
         check: |s, _| overflow_error::check(s),
+    },
+    Rule {
+        code: Code::UnansweredTurns,
+        severity: Severity::Error,
+        summary: "the history ends with two or more user turns that got no reply",
+        check: |s, _| unanswered_turns::check(s),
     },
     Rule {
         code: Code::ImpossibleUsage,

@@ -12,7 +12,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
     if s.parent_links == ParentLinks::Chain {
         return Vec::new();
     }
-    let stale: std::collections::HashSet<usize> =
+    let stale: rustc_hash::FxHashSet<usize> =
         stale_parents(s).into_iter().map(|sp| sp.index).collect();
     let visible = s.visible_mask();
     let ids = s.id_index();

@@ -27,7 +27,7 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
     let mut out = Vec::new();
     let nt = next_turn(s, None);
     let headroom = headroom_bytes(o);
-    let body = nt.wire_bytes + headroom;
+    let body = nt.wire_bytes.saturating_add(headroom);
     let largest = s
         .visible
         .iter()

@@ -22,7 +22,7 @@
 
 use super::{Code, Finding, Severity};
 use crate::model::{ParentLinks, Role, Session};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// A stale parent: message index, its parent id, the compaction index, and
 /// the parent the repair should set.
@@ -95,7 +95,7 @@ fn user_turn(s: &Session) -> Vec<StaleParent> {
 
 fn chain(s: &Session) -> Vec<StaleParent> {
     // id -> (first index, last index) over the main history.
-    let mut pos: HashMap<&str, (usize, usize)> = HashMap::new();
+    let mut pos: HashMap<&str, (usize, usize)> = HashMap::default();
     for (i, m) in s.messages.iter().enumerate().filter(|(_, m)| !m.sidechain) {
         pos.entry(m.id.as_str())
             .and_modify(|e| e.1 = i)
@@ -118,7 +118,7 @@ fn chain(s: &Session) -> Vec<StaleParent> {
     let prunes = s.messages[latest].compaction().is_some_and(|c| c.prunes);
     let visible: HashSet<usize> = s.visible.iter().copied().collect();
     // Boundary id -> the first summary after it that names it as parent.
-    let mut summary_of: HashMap<&str, usize> = HashMap::new();
+    let mut summary_of: HashMap<&str, usize> = HashMap::default();
     for (i, m) in s.messages.iter().enumerate() {
         if let (true, Some(p)) = (m.summary, m.parent_id.as_deref()) {
             if let Some(&(bf, _)) = pos.get(p) {

@@ -257,7 +257,7 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
         stores: Vec::new(),
         problems: Default::default(),
     };
-    let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut seen: rustc_hash::FxHashSet<PathBuf> = rustc_hash::FxHashSet::default();
     let names = FORMATS
         .iter()
         .map(|f| f.name())

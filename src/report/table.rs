@@ -72,7 +72,8 @@ fn notes_block(out: &mut String, notes: &[String]) {
 
 /// `ses_dfd1e065effeRy7N0IMCxzViNy` stays whole; ids are what people copy.
 fn time(ms: i64) -> String {
-    if ms < 0 {
+    // humantime formats years 1970 to 9999; anything else is shown as stored.
+    if !(0..253_402_300_800_000).contains(&ms) {
         return ms.to_string();
     }
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64);

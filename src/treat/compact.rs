@@ -27,8 +27,8 @@ use crate::measure::estimate_tokens;
 use crate::model::{ParentLinks, PartKind, Role, Session, ToolStatus};
 use crate::sizing::{agent_overhead, next_turn};
 use anyhow::Result;
+use rustc_hash::FxHashSet as HashSet;
 use serde::Serialize;
-use std::collections::HashSet;
 
 /// What the compacted session must fit.
 #[derive(Debug, Clone)]
@@ -124,7 +124,7 @@ pub struct Plan {
 
 fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figures {
     let nt = next_turn(s, Some(overhead));
-    let request_bytes = nt.wire_bytes + t.headroom_bytes;
+    let request_bytes = nt.wire_bytes.saturating_add(t.headroom_bytes);
     let tokens_ok = t.budget.as_ref().is_none_or(|b| nt.tokens <= b.usable);
     Figures {
         tokens_estimated: nt.tokens_estimated,
@@ -196,8 +196,8 @@ fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
                 continue;
             }
             let tokens = estimate_tokens(tool.output_chars);
-            if used + tokens <= keep_tokens {
-                used += tokens;
+            if used.saturating_add(tokens) <= keep_tokens {
+                used = used.saturating_add(tokens);
                 continue;
             }
             used = keep_tokens;
@@ -314,7 +314,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     }
     let dropped_ids: HashSet<&str> = dropped.iter().map(|&i| s.messages[i].id.as_str()).collect();
     let mut out: Vec<Edit> = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: HashSet<&str> = HashSet::default();
     for &i in &dropped {
         let id = s.messages[i].id.as_str();
         if seen.insert(id) {
@@ -325,7 +325,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     let kept_sorted: Vec<usize> = (0..s.messages.len())
         .filter(|i| !dropped_ids.contains(s.messages[*i].id.as_str()))
         .collect();
-    let mut reparented: HashSet<&str> = HashSet::new();
+    let mut reparented: HashSet<&str> = HashSet::default();
     let is_candidate = |k: usize| {
         let c = &s.messages[k];
         match s.parent_links {

@@ -16,7 +16,7 @@
 use crate::diagnose::{cycles, dangling, dangling_suggested_parents, stale_parents};
 use crate::edit::{Change, Edit};
 use crate::model::{ParentLinks, ProblemKind, Role, Session};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// Edits that repair `s`, in message order; empty when nothing is repairable.
 pub fn plan(s: &Session) -> Vec<Edit> {
@@ -83,7 +83,7 @@ pub fn plan(s: &Session) -> Vec<Edit> {
         touched.insert(m.id.clone());
         edits.push((i, edit(&m.id, change)));
     }
-    let mut copies: HashSet<&str> = HashSet::new();
+    let mut copies: HashSet<&str> = HashSet::default();
     for d in s.duplicate_ids.iter().filter(|d| d.same_content) {
         if copies.insert(d.id.as_str()) {
             let i = s.index_of(&d.id).unwrap_or(0);

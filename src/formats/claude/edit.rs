@@ -9,8 +9,8 @@ use super::parse::{finish, parse_line, problem_id, read_line_at};
 use crate::edit::{truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::{ProblemKind, Session};
 use anyhow::{anyhow, Context, Result};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::{json, Value};
-use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::path::Path;
 
@@ -58,6 +58,9 @@ fn strip_blocks(blocks: &mut [Value], placeholder: &str) {
 /// Applies a content change to one line. Errors name what the line lacks.
 fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> {
     match change {
+        Change::Session(_) => {
+            Err("Claude Code stores no session rows: session-level changes do not apply".into())
+        }
         Change::SetParent { new, .. } => {
             let o = v.as_object_mut().ok_or("line is not an object")?;
             o.insert(field::PARENT.to_string(), json!(new));
@@ -226,7 +229,7 @@ pub fn write_file(
     let mut w = std::io::BufWriter::new(&mut file);
     let mut buf = Vec::new();
     let mut n = 0u64;
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::default();
     loop {
         buf.clear();
         if r.read_until(b'\n', &mut buf)
@@ -273,7 +276,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
     let mut out = s.clone();
     let edits: Vec<&Edit> = edits.iter().filter(|e| e.session_id == s.id).collect();
     let plan = Plan::new(&edits);
-    let mut copies: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut copies: HashMap<String, Vec<usize>> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
         if plan.content.contains_key(m.id.as_str()) {
             copies.entry(m.id.clone()).or_default().push(i);
@@ -309,7 +312,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
             out.messages[i] = nm;
         }
     }
-    let mut seen: HashSet<(usize, String)> = HashSet::new();
+    let mut seen: HashSet<(usize, String)> = HashSet::default();
     out.messages.retain(|m| {
         if plan.drop.contains(m.id.as_str()) {
             return false;
@@ -428,6 +431,11 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
             )
         }
         Change::AddNote { text } => (at(""), Value::Null, json!(text)),
+        Change::Session(_) => (
+            "session".to_string(),
+            Value::Null,
+            json!(edit.change.name()),
+        ),
     };
     StoredChange {
         session_id: edit.session_id.clone(),

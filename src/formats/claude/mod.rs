@@ -25,9 +25,7 @@ use std::path::{Path, PathBuf};
 
 /// Stored field names (Claude Code transcript lines).
 pub(crate) mod field {
-    pub const UUID: &str = "uuid";
     pub const PARENT: &str = "parentUuid";
-    pub const LOGICAL_PARENT: &str = "logicalParentUuid";
     pub const SESSION: &str = "sessionId";
     pub const LEAF: &str = "leafUuid";
 }
@@ -205,9 +203,8 @@ pub fn open_file(p: &Path) -> Result<Option<Box<dyn Store>>> {
 /// hundreds of them beside hundreds of sessions).
 fn agents_beside(dir: &Path) -> Vec<(PathBuf, Option<String>)> {
     type Listing = Vec<(PathBuf, Option<String>)>;
-    static CACHE: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<PathBuf, Listing>>,
-    > = std::sync::OnceLock::new();
+    static CACHE: std::sync::OnceLock<std::sync::Mutex<rustc_hash::FxHashMap<PathBuf, Listing>>> =
+        std::sync::OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(v) = cache.lock().ok().and_then(|c| c.get(dir).cloned()) {
         return v;

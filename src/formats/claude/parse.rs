@@ -19,25 +19,21 @@
 //! - A line that is not JSON is an `unreadable` problem at `file:line N`; a
 //!   last line with no newline that is not JSON is a torn tail.
 
-use super::{field, file_name, view};
+use super::{file_name, view};
 use crate::measure::media_from_base64;
 use crate::model::*;
 use anyhow::{Context, Result};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
 use std::io::{BufRead, Read, Seek};
 use std::path::{Path, PathBuf};
 
+#[cfg(test)]
 fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
-}
-
-fn flag(v: &Value, key: &str) -> bool {
-    v.get(key).and_then(Value::as_bool).unwrap_or(false)
-}
-
-fn u64_of(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
 use crate::measure::char_count as chars;
@@ -50,14 +46,240 @@ fn millis(ts: Option<&str>) -> i64 {
         .unwrap_or(0)
 }
 
-/// Serialized length of a JSON value (Claude Code writes compact JSON).
-fn json_len(v: &Value) -> u64 {
-    serde_json::to_string(v)
-        .map(|s| s.len() as u64)
-        .unwrap_or(0)
+// ---------------------------------------------------------------------------
+// Reading a line without building a JSON tree: every field this module needs
+// is borrowed from the line as raw JSON (`&RawValue`) and decoded only when
+// used, so a line costs one validating scan, not a tree of allocations. A
+// field of an unexpected type reads as absent (as the tree-based reader did).
+
+type Raw<'a> = Option<&'a RawValue>;
+
+/// The top-level fields of a transcript line this module reads.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct Fields<'a> {
+    #[serde(borrow)]
+    uuid: Raw<'a>,
+    #[serde(borrow, rename = "parentUuid")]
+    parent: Raw<'a>,
+    #[serde(borrow, rename = "logicalParentUuid")]
+    logical_parent: Raw<'a>,
+    #[serde(borrow, rename = "type")]
+    ty: Raw<'a>,
+    #[serde(borrow)]
+    subtype: Raw<'a>,
+    #[serde(borrow, rename = "isSidechain")]
+    sidechain: Raw<'a>,
+    #[serde(borrow, rename = "isMeta")]
+    meta: Raw<'a>,
+    #[serde(borrow, rename = "isCompactSummary")]
+    compact_summary: Raw<'a>,
+    #[serde(borrow, rename = "isApiErrorMessage")]
+    api_error: Raw<'a>,
+    #[serde(borrow)]
+    timestamp: Raw<'a>,
+    #[serde(borrow, rename = "requestId")]
+    request_id: Raw<'a>,
+    #[serde(borrow)]
+    error: Raw<'a>,
+    #[serde(borrow, rename = "apiErrorStatus")]
+    api_error_status: Raw<'a>,
+    #[serde(borrow, rename = "leafUuid")]
+    leaf: Raw<'a>,
+    #[serde(borrow, rename = "customTitle")]
+    custom_title: Raw<'a>,
+    #[serde(borrow, rename = "aiTitle")]
+    ai_title: Raw<'a>,
+    #[serde(borrow)]
+    title: Raw<'a>,
+    #[serde(borrow)]
+    summary: Raw<'a>,
+    #[serde(borrow)]
+    message: Raw<'a>,
+    #[serde(borrow, rename = "toolUseResult")]
+    tool_use_result: Raw<'a>,
+    #[serde(borrow, rename = "compactMetadata")]
+    compact_metadata: Raw<'a>,
+    #[serde(borrow)]
+    attachment: Raw<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct MessageFields<'a> {
+    #[serde(borrow)]
+    id: Raw<'a>,
+    #[serde(borrow)]
+    model: Raw<'a>,
+    #[serde(borrow)]
+    content: Raw<'a>,
+    #[serde(borrow)]
+    usage: Raw<'a>,
+    #[serde(borrow)]
+    stop_reason: Raw<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct UsageFields<'a> {
+    #[serde(borrow)]
+    input_tokens: Raw<'a>,
+    #[serde(borrow)]
+    output_tokens: Raw<'a>,
+    #[serde(borrow)]
+    cache_read_input_tokens: Raw<'a>,
+    #[serde(borrow)]
+    cache_creation_input_tokens: Raw<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct BlockFields<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Raw<'a>,
+    #[serde(borrow)]
+    text: Raw<'a>,
+    #[serde(borrow)]
+    thinking: Raw<'a>,
+    #[serde(borrow)]
+    data: Raw<'a>,
+    #[serde(borrow)]
+    name: Raw<'a>,
+    #[serde(borrow)]
+    id: Raw<'a>,
+    #[serde(borrow)]
+    input: Raw<'a>,
+    #[serde(borrow)]
+    tool_use_id: Raw<'a>,
+    #[serde(borrow)]
+    is_error: Raw<'a>,
+    #[serde(borrow)]
+    content: Raw<'a>,
+    #[serde(borrow)]
+    source: Raw<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SourceFields<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Raw<'a>,
+    #[serde(borrow)]
+    media_type: Raw<'a>,
+    #[serde(borrow)]
+    data: Raw<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CompactFields<'a> {
+    #[serde(borrow)]
+    trigger: Raw<'a>,
+    #[serde(borrow, rename = "preTokens")]
+    pre_tokens: Raw<'a>,
+    #[serde(borrow, rename = "postTokens")]
+    post_tokens: Raw<'a>,
+}
+
+/// A JSON string field, borrowed when it holds no escapes.
+fn rstr<'a>(r: Raw<'a>) -> Option<Cow<'a, str>> {
+    let r = r?;
+    if !r.get().starts_with('"') {
+        return None;
+    }
+    match serde_json::from_str::<&'a str>(r.get()) {
+        Ok(s) => Some(Cow::Borrowed(s)),
+        Err(_) => serde_json::from_str::<String>(r.get()).ok().map(Cow::Owned),
+    }
+}
+
+/// A JSON `true`.
+fn rbool(r: Raw<'_>) -> bool {
+    r.is_some_and(|r| r.get() == "true")
+}
+
+/// A JSON non-negative integer.
+fn ru64(r: Raw<'_>) -> Option<u64> {
+    r.and_then(|r| serde_json::from_str::<u64>(r.get()).ok())
+}
+
+/// An object field of type `T` (all of whose fields are optional), or its
+/// default when the field is absent or not an object.
+fn robj<'a, T: Deserialize<'a> + Default>(r: Raw<'a>) -> T {
+    match r {
+        Some(r) if r.get().starts_with('{') => serde_json::from_str(r.get()).unwrap_or_default(),
+        _ => T::default(),
+    }
+}
+
+/// The elements of an array field.
+fn rarr<'a>(r: Raw<'a>) -> Vec<&'a RawValue> {
+    match r {
+        Some(r) if r.get().starts_with('[') => serde_json::from_str(r.get()).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// Bytes of a raw field as stored.
+fn rlen(r: Raw<'_>) -> u64 {
+    r.map_or(0, |r| r.get().len() as u64)
+}
+
+impl<'a> Fields<'a> {
+    /// The fields of one line. A line with repeated keys (which the tree
+    /// reader took the last of) is read through a tree, then again.
+    pub(crate) fn read(
+        body: &'a [u8],
+        scratch: &'a mut Option<String>,
+    ) -> serde_json::Result<Fields<'a>> {
+        match serde_json::from_slice::<Fields<'a>>(body) {
+            Ok(f) => Ok(f),
+            Err(e) => {
+                let v: Value = serde_json::from_slice(body).map_err(|_| e)?;
+                *scratch = Some(v.to_string());
+                serde_json::from_str(scratch.as_deref().unwrap_or("{}"))
+            }
+        }
+    }
+
+    pub(crate) fn str(&self, which: &str) -> Option<Cow<'a, str>> {
+        rstr(match which {
+            "type" => self.ty,
+            "leafUuid" => self.leaf,
+            "customTitle" => self.custom_title,
+            "aiTitle" => self.ai_title,
+            "title" => self.title,
+            "summary" => self.summary,
+            "uuid" => self.uuid,
+            _ => None,
+        })
+    }
 }
 
 /// Text of a `tool_result.content` (a string, or the `text` blocks of an array).
+fn result_text_raw(content: Raw<'_>) -> String {
+    match content {
+        Some(r) if r.get().starts_with('"') => {
+            rstr(Some(r)).map(Cow::into_owned).unwrap_or_default()
+        }
+        Some(r) if r.get().starts_with('[') => {
+            let mut out: Vec<Cow<'_, str>> = Vec::new();
+            for b in rarr(Some(r)) {
+                let f: BlockFields<'_> = robj(Some(b));
+                if rstr(f.ty).as_deref() == Some("text") {
+                    if let Some(t) = rstr(f.text) {
+                        out.push(t);
+                    }
+                }
+            }
+            out.join("\n")
+        }
+        _ => String::new(),
+    }
+}
+
+/// Text of a `tool_result.content` value (tests hold values).
+#[cfg(test)]
 pub(super) fn result_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
@@ -72,195 +294,225 @@ pub(super) fn result_text(content: Option<&Value>) -> String {
 }
 
 /// A base64 `image` / `document` block's media.
-fn block_media(b: &Value) -> Option<Media> {
-    let src = b.get("source")?;
-    if str_of(src, "type") != Some("base64") {
+fn block_media(b: &BlockFields<'_>) -> Option<Media> {
+    let src: SourceFields<'_> = robj(b.source);
+    if rstr(src.ty).as_deref() != Some("base64") {
         return None;
     }
-    let data = str_of(src, "data")?;
+    let data = rstr(src.data)?;
     Some(media_from_base64(
-        str_of(src, "media_type").unwrap_or(""),
-        data,
+        rstr(src.media_type).as_deref().unwrap_or(""),
+        &data,
         None,
     ))
 }
 
-fn part(id: String, _message_id: &str, kind: PartKind, kind_name: &str) -> Part {
+fn part(id: String, kind: PartKind, kind_name: &str) -> Part {
     Part::empty(id, kind, kind_name)
 }
 
 /// The parts of a line's `message.content` (a string, or blocks).
-fn content_parts(uuid: &str, content: &Value, tool_use_result_bytes: u64) -> Vec<Part> {
+fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> Vec<Part> {
     let mut out = Vec::new();
-    match content {
-        Value::String(s) => {
-            let mut p = part(format!("{uuid}#0"), uuid, PartKind::Text, "text");
-            p.model_chars = chars(s);
-            p.wire_bytes = s.len() as u64;
-            p.payload_bytes = json_len(content);
-            out.push(p);
-        }
-        Value::Array(blocks) => {
-            let mut tool_use_result = tool_use_result_bytes;
-            for (k, b) in blocks.iter().enumerate() {
-                let kind_name = str_of(b, "type").unwrap_or("");
-                let id = format!("{uuid}#{k}");
-                let mut p = match kind_name {
-                    "text" => {
-                        let t = str_of(b, "text").unwrap_or("");
-                        let mut p = part(id, uuid, PartKind::Text, kind_name);
-                        p.model_chars = chars(t);
-                        p.wire_bytes = t.len() as u64;
-                        p
-                    }
-                    "thinking" | "redacted_thinking" => {
-                        let t = str_of(b, "thinking")
-                            .or_else(|| str_of(b, "data"))
-                            .unwrap_or("");
-                        let mut p = part(id, uuid, PartKind::Reasoning, kind_name);
-                        p.model_chars = chars(t);
-                        p.wire_bytes = t.len() as u64;
-                        p
-                    }
-                    "tool_use" | "server_tool_use" => {
-                        let input = b.get("input").map(Value::to_string).unwrap_or_default();
-                        let mut p = part(id, uuid, PartKind::Tool, kind_name);
-                        p.model_chars = chars(&input);
-                        p.wire_bytes = input.len() as u64;
-                        p.tool = Some(Box::new(ToolCall {
-                            name: str_of(b, "name").unwrap_or("").to_string(),
-                            call_id: str_of(b, "id").unwrap_or("").to_string(),
-                            // Resolved once every line is read (a result may come later).
-                            status: ToolStatus::Pending,
-                            output_chars: 0,
-                            output_cleared: false,
-                        }));
-                        p
-                    }
-                    "tool_result" => {
-                        let text = result_text(b.get("content"));
-                        let mut p = part(id, uuid, PartKind::Tool, kind_name);
-                        p.model_chars = chars(&text);
-                        p.wire_bytes = text.len() as u64;
-                        if let Some(Value::Array(inner)) = b.get("content") {
-                            for m in inner.iter().filter_map(block_media) {
-                                p.wire_bytes += m.encoded_bytes;
-                                p.media.push(m);
-                            }
-                        }
-                        p.tool = Some(Box::new(ToolCall {
-                            name: String::new(),
-                            call_id: str_of(b, "tool_use_id").unwrap_or("").to_string(),
-                            status: if flag(b, "is_error") {
-                                ToolStatus::Error
-                            } else {
-                                ToolStatus::Completed
-                            },
-                            output_chars: chars(&text),
-                            output_cleared: false,
-                        }));
-                        // The structured copy of the output sits beside it in the line.
-                        p.payload_bytes += std::mem::take(&mut tool_use_result);
-                        p
-                    }
-                    "image" | "document" => {
-                        let mut p = part(id, uuid, PartKind::File, kind_name);
-                        if let Some(m) = block_media(b) {
-                            p.wire_bytes = m.encoded_bytes;
-                            p.media.push(m);
-                        }
-                        p
-                    }
-                    other => {
-                        let s = b.to_string();
-                        let mut p = part(id, uuid, PartKind::Other(other.to_string()), other);
-                        p.model_chars = chars(&s);
-                        p.wire_bytes = s.len() as u64;
-                        p
-                    }
-                };
-                p.payload_bytes += json_len(b);
-                out.push(p);
+    let text = content.get();
+    if text.starts_with('"') {
+        let s = rstr(Some(content)).unwrap_or_default();
+        let mut p = part(format!("{uuid}#0"), PartKind::Text, "text");
+        p.model_chars = chars(&s);
+        p.wire_bytes = s.len() as u64;
+        p.payload_bytes = text.len() as u64;
+        out.push(p);
+        return out;
+    }
+    if !text.starts_with('[') {
+        return out;
+    }
+    let mut tool_use_result = tool_use_result_bytes;
+    for (k, raw) in rarr(Some(content)).into_iter().enumerate() {
+        let b: BlockFields<'_> = robj(Some(raw));
+        let ty = rstr(b.ty);
+        let kind_name = ty.as_deref().unwrap_or("");
+        let id = format!("{uuid}#{k}");
+        let mut p = match kind_name {
+            "text" => {
+                let t = rstr(b.text).unwrap_or_default();
+                let mut p = part(id, PartKind::Text, kind_name);
+                p.model_chars = chars(&t);
+                p.wire_bytes = t.len() as u64;
+                p
             }
-        }
-        _ => {}
+            "thinking" | "redacted_thinking" => {
+                let t = rstr(b.thinking)
+                    .or_else(|| rstr(b.data))
+                    .unwrap_or_default();
+                let mut p = part(id, PartKind::Reasoning, kind_name);
+                p.model_chars = chars(&t);
+                p.wire_bytes = t.len() as u64;
+                p
+            }
+            "tool_use" | "server_tool_use" => {
+                let input = b.input.map_or("", |r| r.get());
+                let mut p = part(id, PartKind::Tool, kind_name);
+                p.model_chars = chars(input);
+                p.wire_bytes = input.len() as u64;
+                p.tool = Some(Box::new(ToolCall {
+                    name: rstr(b.name).map(Cow::into_owned).unwrap_or_default(),
+                    call_id: rstr(b.id).map(Cow::into_owned).unwrap_or_default(),
+                    // Resolved once every line is read (a result may come later).
+                    status: ToolStatus::Pending,
+                    output_chars: 0,
+                    output_cleared: false,
+                }));
+                p
+            }
+            "tool_result" => {
+                let text = result_text_raw(b.content);
+                let mut p = part(id, PartKind::Tool, kind_name);
+                p.model_chars = chars(&text);
+                p.wire_bytes = text.len() as u64;
+                for inner in rarr(b.content) {
+                    let ib: BlockFields<'_> = robj(Some(inner));
+                    if let Some(m) = block_media(&ib) {
+                        p.wire_bytes += m.encoded_bytes;
+                        p.media.push(m);
+                    }
+                }
+                p.tool = Some(Box::new(ToolCall {
+                    name: String::new(),
+                    call_id: rstr(b.tool_use_id).map(Cow::into_owned).unwrap_or_default(),
+                    status: if rbool(b.is_error) {
+                        ToolStatus::Error
+                    } else {
+                        ToolStatus::Completed
+                    },
+                    output_chars: chars(&text),
+                    output_cleared: false,
+                }));
+                // The structured copy of the output sits beside it in the line.
+                p.payload_bytes += std::mem::take(&mut tool_use_result);
+                p
+            }
+            "image" | "document" => {
+                let mut p = part(id, PartKind::File, kind_name);
+                if let Some(m) = block_media(&b) {
+                    p.wire_bytes = m.encoded_bytes;
+                    p.media.push(m);
+                }
+                p
+            }
+            other => {
+                let s = raw.get();
+                let mut p = part(id, PartKind::Other(other.to_string()), other);
+                p.model_chars = chars(s);
+                p.wire_bytes = s.len() as u64;
+                p
+            }
+        };
+        p.payload_bytes += raw.get().len() as u64;
+        out.push(p);
     }
     out
 }
 
-/// Builds the message of one transcript line `v`, stored at `line` (its
-/// `bytes` are the message's stored bytes); `sidechain_file` is true for
-/// sub-agent files. `None` for a line without a `uuid`.
+/// Builds the message of one transcript line `v` (a JSON value: an edited
+/// line), stored at `line`; see [`parse_fields`].
 pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Option<Message> {
-    let uuid = str_of(v, field::UUID)?.to_string();
-    let kind = str_of(v, "type").unwrap_or("");
-    let subtype = str_of(v, "subtype").unwrap_or("");
+    let text = v.to_string();
+    let mut scratch = None;
+    let f = Fields::read(text.as_bytes(), &mut scratch).ok()?;
+    parse_fields(&f, text.as_bytes(), line, sidechain_file)
+}
+
+/// Builds the message of one transcript line (its `fields`, read from
+/// `body`), stored at `line` (its `bytes` are the message's stored bytes);
+/// `sidechain_file` is true for sub-agent files. `None` for a line without a
+/// `uuid`.
+pub(crate) fn parse_fields(
+    v: &Fields<'_>,
+    body: &[u8],
+    line: LineRef,
+    sidechain_file: bool,
+) -> Option<Message> {
+    let uuid = rstr(v.uuid)?.into_owned();
+    let kind_c = rstr(v.ty);
+    let kind = kind_c.as_deref().unwrap_or("");
+    let subtype_c = rstr(v.subtype);
+    let subtype = subtype_c.as_deref().unwrap_or("");
     let role = Role::named(kind);
-    let msg = v.get("message").filter(|m| m.is_object());
-    let model_name = msg.and_then(|m| str_of(m, "model"));
+    let msg: Option<MessageFields<'_>> = v
+        .message
+        .filter(|m| m.get().starts_with('{'))
+        .map(|m| robj(Some(m)));
+    let model_c = msg.as_ref().and_then(|m| rstr(m.model));
+    let model_name = model_c.as_deref();
     let synthetic_reply = model_name == Some("<synthetic>");
-    let sidechain = sidechain_file || flag(v, "isSidechain");
-    let time_created = millis(str_of(v, "timestamp"));
+    let sidechain = sidechain_file || rbool(v.sidechain);
+    let time_created = millis(rstr(v.timestamp).as_deref());
     let mut usage = Usage::default();
     let mut response_id = None;
     let mut finish = None;
     let mut error = None;
     if role == Role::Assistant {
-        if let Some(u) = msg.and_then(|m| m.get("usage")) {
+        if let Some(u) = msg
+            .as_ref()
+            .and_then(|m| m.usage)
+            .filter(|u| u.get().starts_with('{'))
+        {
+            let u: UsageFields<'_> = robj(Some(u));
             usage = Usage {
-                input: u64_of(u, "input_tokens"),
-                output: u64_of(u, "output_tokens"),
+                input: ru64(u.input_tokens).unwrap_or(0),
+                output: ru64(u.output_tokens).unwrap_or(0),
                 reasoning: 0,
-                cache_read: u64_of(u, "cache_read_input_tokens"),
-                cache_write: u64_of(u, "cache_creation_input_tokens"),
+                cache_read: ru64(u.cache_read_input_tokens).unwrap_or(0),
+                cache_write: ru64(u.cache_creation_input_tokens).unwrap_or(0),
                 total: None,
             };
-            usage.total = Some(usage.input + usage.cache_write + usage.cache_read);
+            usage.total = Some(
+                usage
+                    .input
+                    .saturating_add(usage.cache_write)
+                    .saturating_add(usage.cache_read),
+            );
         }
-        if let (Some(id), Some(req)) = (msg.and_then(|m| str_of(m, "id")), str_of(v, "requestId")) {
+        if let (Some(id), Some(req)) = (msg.as_ref().and_then(|m| rstr(m.id)), rstr(v.request_id)) {
             if !id.is_empty() && !req.is_empty() {
                 response_id = Some(format!("{id}:{req}"));
             }
         }
-        if flag(v, "isApiErrorMessage") {
-            let text = msg
-                .and_then(|m| m.get("content"))
-                .map(|c| result_text(Some(c)))
-                .unwrap_or_default();
+        if rbool(v.api_error) {
+            let text = result_text_raw(msg.as_ref().and_then(|m| m.content));
             error = Some(Box::new(StoredError {
-                name: str_of(v, "error").unwrap_or("APIError").to_string(),
-                status_code: v
-                    .get("apiErrorStatus")
-                    .and_then(Value::as_u64)
-                    .map(|c| c as u16),
+                name: rstr(v.error)
+                    .map(Cow::into_owned)
+                    .unwrap_or_else(|| "APIError".to_string()),
+                status_code: ru64(v.api_error_status).map(|c| c as u16),
                 message: text,
                 response_body: None,
             }));
         } else if !synthetic_reply {
             // Claude Code writes each content block once it is complete;
             // `stop_reason` is mostly null in transcripts.
-            finish = Some(
-                msg.and_then(|m| str_of(m, "stop_reason"))
-                    .unwrap_or("unknown")
-                    .to_string(),
-            );
+            finish = Some(sym(msg
+                .as_ref()
+                .and_then(|m| rstr(m.stop_reason))
+                .as_deref()
+                .unwrap_or("unknown")));
         }
     }
-    let tool_use_result_bytes = v.get("toolUseResult").map(json_len).unwrap_or(0);
-    let mut parts = match msg.and_then(|m| m.get("content")) {
+    let tool_use_result_bytes = rlen(v.tool_use_result);
+    let mut parts = match msg.as_ref().and_then(|m| m.content) {
         Some(c) => content_parts(&uuid, c, tool_use_result_bytes),
         None => Vec::new(),
     };
     if kind == "attachment" {
-        if let Some(a) = v.get("attachment") {
-            let s = a.to_string();
+        if let Some(a) = v.attachment {
+            let s = a.get();
             let mut p = part(
                 format!("{uuid}#attachment"),
-                &uuid,
                 PartKind::Other("attachment".into()),
                 "attachment",
             );
-            p.model_chars = chars(&s);
+            p.model_chars = chars(s);
             p.wire_bytes = s.len() as u64;
             p.payload_bytes = s.len() as u64;
             p.synthetic = true;
@@ -269,24 +521,23 @@ pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Opti
     }
     let boundary = kind == "system" && subtype == "compact_boundary";
     if boundary {
-        let meta = v.get("compactMetadata").cloned().unwrap_or(Value::Null);
+        let meta: CompactFields<'_> = robj(v.compact_metadata);
         let mut p = part(
             format!("{uuid}#compactMetadata"),
-            &uuid,
             PartKind::Compaction,
             "compact_boundary",
         );
-        p.payload_bytes = json_len(&meta);
+        p.payload_bytes = v.compact_metadata.map_or(4, |r| r.get().len() as u64);
         p.compaction = Some(Box::new(CompactionMarker {
-            auto: str_of(&meta, "trigger") == Some("auto"),
-            trigger_tokens: meta.get("preTokens").and_then(Value::as_u64),
-            post_tokens: meta.get("postTokens").and_then(Value::as_u64),
+            auto: rstr(meta.trigger).as_deref() == Some("auto"),
+            trigger_tokens: ru64(meta.pre_tokens),
+            post_tokens: ru64(meta.post_tokens),
             // Resolved against the other lines by `view::resolve_markers`.
             ..Default::default()
         }));
         parts.push(p);
     }
-    if synthetic_reply || flag(v, "isMeta") {
+    if synthetic_reply || rbool(v.meta) {
         for p in &mut parts {
             p.synthetic = true;
         }
@@ -299,16 +550,16 @@ pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Opti
     Some(Message {
         id: uuid,
         role,
-        parent_id: str_of(v, field::PARENT).map(str::to_string),
-        logical_parent_id: str_of(v, field::LOGICAL_PARENT).map(str::to_string),
+        parent_id: rstr(v.parent).map(Cow::into_owned),
+        logical_parent_id: rstr(v.logical_parent).map(Cow::into_owned),
         line: Some(line),
         sidechain,
         parent_optional,
         response_id,
         time_created,
         time_completed: (kind == "assistant").then_some(time_created),
-        summary: flag(v, "isCompactSummary"),
-        finish: finish.map(|f: String| sym(&f)),
+        summary: rbool(v.compact_summary),
+        finish,
         error,
         usage,
         model: model_name
@@ -318,7 +569,11 @@ pub(crate) fn parse_line(v: &Value, line: LineRef, sidechain_file: bool) -> Opti
         parts,
         // Only boundary lines keep their JSON (small, needed to resolve the
         // preserved segment); other lines are re-read by offset.
-        raw: boundary.then(|| Box::new(v.clone())),
+        raw: if boundary {
+            serde_json::from_slice::<Value>(body).ok().map(Box::new)
+        } else {
+            None
+        },
     })
 }
 
@@ -372,7 +627,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     let mut offset = 0u64;
     let mut n = 0u64;
     // uuid -> its first line in this file
-    let mut seen: HashMap<String, LineRef> = HashMap::new();
+    let mut seen: HashMap<String, LineRef> = HashMap::default();
     loop {
         buf.clear();
         let len = r
@@ -396,15 +651,30 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
             s.other_bytes += len;
             continue;
         }
-        let v: Value = match serde_json::from_slice(body) {
+        let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
+        let mut scratch = None;
+        let parsed = if first == Some(b'{') {
+            Fields::read(body, &mut scratch).map_err(|e| e.to_string())
+        } else {
+            // Not an object: say whether it is JSON at all.
+            Err(
+                match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+                    Ok(_) => String::new(),
+                    Err(e) => e.to_string(),
+                },
+            )
+        };
+        let v = match parsed {
             Ok(v) => v,
             Err(e) => {
                 s.other_bytes += len;
-                let torn = !has_newline;
+                let torn = !has_newline && !e.is_empty();
                 s.problems.push(LoadProblem {
                     location: format!("{}:line {n}", path.display()),
                     id: Some(problem_id(path, n)),
-                    error: if torn {
+                    error: if e.is_empty() {
+                        "expected a JSON object".into()
+                    } else if torn {
                         format!("the last line ({len} bytes) has no newline and is not complete JSON ({e}): the agent stopped while writing it")
                     } else {
                         format!("invalid JSON: {e}")
@@ -419,25 +689,16 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
                 continue;
             }
         };
-        if !v.is_object() {
-            s.other_bytes += len;
-            s.problems.push(LoadProblem {
-                location: format!("{}:line {n}", path.display()),
-                id: Some(problem_id(path, n)),
-                error: "expected a JSON object".into(),
-                kind: ProblemKind::Unreadable,
-                file: Some(fi),
-            });
-            continue;
-        }
-        match parse_line(&v, line, fi > 0) {
+        match parse_fields(&v, body, line, fi > 0) {
             Some(m) => {
                 match seen.get(&m.id) {
                     Some(first) => {
+                        let this = serde_json::from_slice::<Value>(body).ok();
                         let same = read_line_at(path, first.offset, first.bytes)
                             .ok()
                             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                            .is_some_and(|f| fingerprint(&f) == fingerprint(&v));
+                            .zip(this)
+                            .is_some_and(|(f, t)| fingerprint(&f) == fingerprint(&t));
                         s.duplicate_ids.push(DuplicateId {
                             id: m.id.clone(),
                             place: format!(
@@ -457,26 +718,28 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
             None => {
                 s.other_bytes += len;
                 if fi == 0 {
-                    match str_of(&v, "type") {
+                    match v.str("type").as_deref() {
                         Some("last-prompt") => {
-                            if let Some(l) = str_of(&v, field::LEAF) {
-                                s.leaf_id = Some(l.to_string());
+                            if let Some(l) = v.str("leafUuid") {
+                                s.leaf_id = Some(l.into_owned());
                             }
                         }
                         Some("custom-title") => {
-                            titles.custom = str_of(&v, "customTitle")
-                                .or_else(|| str_of(&v, "title"))
-                                .map(str::to_string)
+                            titles.custom = v
+                                .str("customTitle")
+                                .or_else(|| v.str("title"))
+                                .map(Cow::into_owned)
                                 .or(titles.custom.take());
                         }
                         Some("ai-title") => {
-                            titles.ai = str_of(&v, "aiTitle")
-                                .or_else(|| str_of(&v, "title"))
-                                .map(str::to_string)
+                            titles.ai = v
+                                .str("aiTitle")
+                                .or_else(|| v.str("title"))
+                                .map(Cow::into_owned)
                                 .or(titles.ai.take());
                         }
                         Some("summary") if titles.summary.is_none() => {
-                            titles.summary = str_of(&v, "summary").map(str::to_string);
+                            titles.summary = v.str("summary").map(Cow::into_owned);
                         }
                         _ => {}
                     }
@@ -510,8 +773,8 @@ pub fn load(id: &str, files: &[PathBuf]) -> Result<(Session, Vec<u64>)> {
 /// names its parent in the previous session's file), compaction markers,
 /// the visible view, notes.
 pub(super) fn finish(s: &mut Session) {
-    let mut names: HashMap<String, String> = HashMap::new();
-    let mut results: HashMap<String, ToolStatus> = HashMap::new();
+    let mut names: HashMap<String, String> = HashMap::default();
+    let mut results: HashMap<String, ToolStatus> = HashMap::default();
     for p in s.messages.iter().flat_map(|m| &m.parts) {
         if let Some(t) = &p.tool {
             if &*p.kind_name == "tool_result" {
@@ -534,7 +797,7 @@ pub(super) fn finish(s: &mut Session) {
             }
         }
     }
-    let mut first_seen: HashSet<usize> = HashSet::new();
+    let mut first_seen: HashSet<usize> = HashSet::default();
     for m in &mut s.messages {
         if let Some(l) = m.line {
             if first_seen.insert(l.file) {

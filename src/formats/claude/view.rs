@@ -30,12 +30,12 @@
 //! metadata): the summary and what follows.
 
 use crate::model::{Message, Role, Session};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
 
 /// uuid -> (first index, last index) of the main file's messages.
 fn entries(s: &Session) -> HashMap<&str, (usize, usize)> {
-    let mut map: HashMap<&str, (usize, usize)> = HashMap::new();
+    let mut map: HashMap<&str, (usize, usize)> = HashMap::default();
     for (i, m) in s.messages.iter().enumerate() {
         if m.line.is_some_and(|l| l.file != 0) {
             continue;
@@ -79,7 +79,7 @@ pub fn resolve_markers(s: &mut Session) {
             let mut walk = Vec::new();
             let mut ok = false;
             let mut cur = tail;
-            let mut seen = HashSet::new();
+            let mut seen = HashSet::default();
             while let Some(u) = cur {
                 let Some(&(_, last)) = map.get(u) else { break };
                 if !seen.insert(u) {
@@ -157,7 +157,7 @@ pub fn visible_view(s: &Session) -> Vec<usize> {
                 .map(|(_, m)| m.id.as_str())
         });
     let mut path: Vec<usize> = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: HashSet<&str> = HashSet::default();
     let mut cur = leaf;
     while let Some(u) = cur {
         let Some(&(_, last)) = map.get(u) else { break };

@@ -25,8 +25,9 @@ use super::parse::{json_len, line_messages, visible_view, NOTE_MARKER};
 use crate::edit::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::{LineRef, Message, Session};
 use anyhow::{anyhow, bail, Context, Result};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Seek, Write};
 use std::path::Path;
 
@@ -251,6 +252,10 @@ fn edit_line(v: &mut Value, edits: &[&Edit], mode: Mode) -> Result<()> {
                     e.message_id
                 )
             }
+            Change::Session(_) => bail!(
+                "session {}: Codex rollouts store no session-level changes",
+                e.session_id
+            ),
             _ => {}
         }
     }
@@ -371,7 +376,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
         .collect();
     let plans = plan_lines(&mine)?;
     let mut out = s.clone();
-    let mut ranges: HashMap<u64, (usize, usize)> = HashMap::new();
+    let mut ranges: HashMap<u64, (usize, usize)> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
         if let Some(l) = m.line {
             ranges
@@ -609,6 +614,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredC
             };
             (format!("{base}.content[0]"), Value::Null, json!(text))
         }
+        Change::Session(_) => ("session".to_string(), Value::Null, json!(e.change.name())),
     };
     StoredChange {
         session_id: e.session_id.clone(),

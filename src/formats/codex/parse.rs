@@ -36,8 +36,9 @@ pub use super::view::visible_view;
 use crate::budget::Limits;
 use crate::measure::parse_data_url;
 use crate::model::*;
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::Path;
 
@@ -516,7 +517,7 @@ pub fn usage_of(u: &Value) -> Usage {
         total: Some(if total > 0 {
             total
         } else {
-            input + g("output_tokens")
+            input.saturating_add(g("output_tokens"))
         }),
     }
 }
@@ -709,7 +710,10 @@ impl Loader {
                     }
                     None => m.usage = u,
                 }
-            } else if u.input + u.cache_read + u.cache_write + u.output == 0
+            } else if u.input == 0
+                && u.cache_read == 0
+                && u.cache_write == 0
+                && u.output == 0
                 && u.total.unwrap_or(0) > 0
             {
                 self.estimates += 1;
@@ -746,7 +750,12 @@ impl Loader {
                 .iter()
                 .filter(|m| m.summary && !m.usage.is_zero())
             {
-                if m.usage.input + m.usage.cache_read + m.usage.output > 0 {
+                if m.usage
+                    .input
+                    .saturating_add(m.usage.cache_read)
+                    .saturating_add(m.usage.output)
+                    > 0
+                {
                     sum.add(&m.usage);
                     n += 1;
                 }
@@ -754,7 +763,7 @@ impl Loader {
             s.notes.push(if n > 0 {
                 format!(
                     "tokens_total is Codex's running total_token_usage, which includes its own compaction (summarization) requests: {n} found for {compactions} compaction(s), {} input ({} cached) and {} output tokens",
-                    sum.input + sum.cache_read + sum.cache_write,
+                    sum.input.saturating_add(sum.cache_read).saturating_add(sum.cache_write),
                     sum.cache_read,
                     sum.output
                 )
@@ -795,8 +804,8 @@ pub fn load(r: impl BufRead, path: &Path, id: &str) -> std::io::Result<Session> 
         candidate: None,
         prev_total: None,
         last_request: None,
-        open_calls: HashMap::new(),
-        call_names: HashMap::new(),
+        open_calls: HashMap::default(),
+        call_names: HashMap::default(),
         last_answer: None,
         window: None,
         extra_types: BTreeMap::new(),

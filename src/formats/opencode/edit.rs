@@ -159,8 +159,8 @@ pub trait RawRows {
 /// keeping its edited JSON, so later edits apply on top of it).
 pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) -> Result<Session> {
     let mut out = s.clone();
-    let mut dropped = std::collections::HashSet::new();
-    let index: std::collections::HashMap<String, usize> = out
+    let mut dropped = rustc_hash::FxHashSet::default();
+    let index: rustc_hash::FxHashMap<String, usize> = out
         .messages
         .iter()
         .enumerate()
@@ -216,6 +216,9 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) ->
                     .map_err(|err| anyhow!(err))?;
                 p.raw = Some(Box::new(raw));
                 m.parts.insert(0, p);
+            }
+            Change::Session(_) => {
+                anyhow::bail!("session {}: opencode stores no session-level changes", s.id)
             }
         }
     }
@@ -280,6 +283,11 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
         }
         Change::AddNote { text } => ("part".to_string(), Value::Null, json!(text)),
         Change::DropCopies => ("message".to_string(), json!("later copies"), Value::Null),
+        Change::Session(_) => (
+            "session".to_string(),
+            Value::Null,
+            json!(edit.change.name()),
+        ),
     };
     StoredChange {
         session_id: edit.session_id.clone(),

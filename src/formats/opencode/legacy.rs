@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 pub struct LegacyStore {
     path: PathBuf,
     /// Session id -> its session file, built on first use.
-    sessions: std::sync::OnceLock<std::collections::HashMap<String, PathBuf>>,
+    sessions: std::sync::OnceLock<rustc_hash::FxHashMap<String, PathBuf>>,
 }
 
 /// `Ok(Some)` when `p` is a `storage/` dir with `session/` and `message/` in it.
@@ -144,6 +144,10 @@ impl LegacyStore {
                 }
             }
             Change::DropCopies => bail!("message {}: one file per id, no copies", e.message_id),
+            Change::Session(_) => bail!(
+                "session {}: opencode stores no session-level changes",
+                e.session_id
+            ),
             Change::AddNote { text } => {
                 let v = edit::note_part(Layout::Legacy, &e.session_id, &e.message_id, text);
                 write(&part_file(&edit::note_part_id(&e.message_id)), &v)?;
@@ -180,7 +184,7 @@ impl Store for LegacyStore {
 
     fn load(&self, id: &str) -> Result<Session> {
         let index = self.sessions.get_or_init(|| {
-            let mut m = std::collections::HashMap::new();
+            let mut m = rustc_hash::FxHashMap::default();
             for f in self.session_files() {
                 m.entry(stem(&f)).or_insert(f);
             }

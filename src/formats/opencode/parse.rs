@@ -238,8 +238,8 @@ pub(super) fn assemble(session: &mut Session, mut parts: Vec<(String, Part)>) {
         .messages
         .sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
     parts.sort_by(|a, b| a.1.id.cmp(&b.1.id));
-    let mut seen_parts = std::collections::HashSet::new();
-    let index: std::collections::HashMap<String, usize> = session
+    let mut seen_parts = rustc_hash::FxHashSet::default();
+    let index: rustc_hash::FxHashMap<String, usize> = session
         .messages
         .iter()
         .enumerate()
@@ -265,7 +265,7 @@ pub(super) fn assemble(session: &mut Session, mut parts: Vec<(String, Part)>) {
     for m in &mut session.messages {
         m.parts.shrink_to_fit();
     }
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     for m in &session.messages {
         if !seen.insert(m.id.clone()) {
             session.duplicate_ids.push(DuplicateId {

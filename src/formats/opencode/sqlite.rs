@@ -385,6 +385,7 @@ fn apply_in_db(txn: &rusqlite::Transaction<'_>, e: &Edit) -> Result<()> {
             )?;
         }
         Change::DropCopies => bail!("message {mid}: message ids are unique in SQLite"),
+        Change::Session(_) => bail!("session {sid}: opencode stores no session-level changes"),
         Change::AddNote { text } => {
             let t: i64 = txn
                 .query_row(

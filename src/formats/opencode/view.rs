@@ -17,7 +17,7 @@ fn completed_summary(m: &Message) -> bool {
 /// `[compaction, summary] + [tail before the compaction] + [after the summary]`.
 pub fn visible_view(messages: &[Message]) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
-    let mut done: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut done: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
     let mut tail: Option<&str> = None;
     for (i, m) in messages.iter().enumerate().rev() {
         out.push(i);
