@@ -95,7 +95,7 @@ pub(crate) struct Fields<'a> {
     #[serde(borrow)]
     summary: Raw<'a>,
     #[serde(borrow)]
-    message: Raw<'a>,
+    message: Lenient<MessageFields<'a>>,
     #[serde(borrow, rename = "toolUseResult")]
     tool_use_result: Raw<'a>,
     #[serde(borrow, rename = "compactMetadata")]
@@ -181,16 +181,76 @@ struct CompactFields<'a> {
     post_tokens: Raw<'a>,
 }
 
-/// A JSON string field, borrowed when it holds no escapes.
+/// An object field read in the same pass as its parent when it is an
+/// object of `T`'s shape; any other JSON value reads as absent.
+pub(crate) struct Lenient<T>(Option<T>);
+
+impl<T> Default for Lenient<T> {
+    fn default() -> Self {
+        Lenient(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Lenient<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(|t| Lenient(Some(t)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Lenient(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_none<E>(self) -> std::result::Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// A JSON string field, borrowed when it holds no escapes (the raw text
+/// between the quotes is then the string itself).
 fn rstr<'a>(r: Raw<'a>) -> Option<Cow<'a, str>> {
-    let r = r?;
-    if !r.get().starts_with('"') {
+    let t = r?.get();
+    if !t.starts_with('"') {
         return None;
     }
-    match serde_json::from_str::<&'a str>(r.get()) {
-        Ok(s) => Some(Cow::Borrowed(s)),
-        Err(_) => serde_json::from_str::<String>(r.get()).ok().map(Cow::Owned),
+    if !t.contains('\\') {
+        return t.get(1..t.len().saturating_sub(1)).map(Cow::Borrowed);
     }
+    serde_json::from_str::<String>(t).ok().map(Cow::Owned)
 }
 
 /// A JSON `true`.
@@ -439,11 +499,8 @@ pub(crate) fn parse_fields(
     let subtype_c = rstr(v.subtype);
     let subtype = subtype_c.as_deref().unwrap_or("");
     let role = Role::named(kind);
-    let msg: Option<MessageFields<'_>> = v
-        .message
-        .filter(|m| m.get().starts_with('{'))
-        .map(|m| robj(Some(m)));
-    let model_c = msg.as_ref().and_then(|m| rstr(m.model));
+    let msg: Option<&MessageFields<'_>> = v.message.0.as_ref();
+    let model_c = msg.and_then(|m| rstr(m.model));
     let model_name = model_c.as_deref();
     let synthetic_reply = model_name == Some("<synthetic>");
     let sidechain = sidechain_file || rbool(v.sidechain);
@@ -474,13 +531,13 @@ pub(crate) fn parse_fields(
                     .saturating_add(usage.cache_read),
             );
         }
-        if let (Some(id), Some(req)) = (msg.as_ref().and_then(|m| rstr(m.id)), rstr(v.request_id)) {
+        if let (Some(id), Some(req)) = (msg.and_then(|m| rstr(m.id)), rstr(v.request_id)) {
             if !id.is_empty() && !req.is_empty() {
                 response_id = Some(format!("{id}:{req}"));
             }
         }
         if rbool(v.api_error) {
-            let text = result_text_raw(msg.as_ref().and_then(|m| m.content));
+            let text = result_text_raw(msg.and_then(|m| m.content));
             error = Some(Box::new(StoredError {
                 name: rstr(v.error)
                     .map(Cow::into_owned)
@@ -500,7 +557,7 @@ pub(crate) fn parse_fields(
         }
     }
     let tool_use_result_bytes = rlen(v.tool_use_result);
-    let mut parts = match msg.as_ref().and_then(|m| m.content) {
+    let mut parts = match msg.and_then(|m| m.content) {
         Some(c) => content_parts(&uuid, c, tool_use_result_bytes),
         None => Vec::new(),
     };
