@@ -55,6 +55,14 @@ pub enum Change {
     /// Add a synthetic text part with `text` at the start of the message (the
     /// format chooses the new part's id).
     AddNote { text: String },
+    /// Point the message's compaction at another first kept entry of the
+    /// agent's item list (docker-agent `first_kept_entry`).
+    SetFirstKept { old: i64, new: i64 },
+    /// Make the agent's view start at this message without removing stored
+    /// history: the format records a compaction before it whose summary is
+    /// `note` (docker-agent: a summary item whose `first_kept_entry` is this
+    /// message, appended as the agent appends its own).
+    CutBefore { note: String },
     /// A change to the session itself rather than to one of its messages
     /// (the edit's `message_id` is the session id). Only formats that store
     /// sessions as rows of their own apply these (hermes-agent); every
@@ -87,6 +95,8 @@ impl Change {
             Change::DropMessage => "drop-message",
             Change::DropCopies => "drop-copies",
             Change::AddNote { .. } => "add-note",
+            Change::SetFirstKept { .. } => "set-first-kept",
+            Change::CutBefore { .. } => "cut-before",
             Change::Session(SessionChange::Reopen) => "reopen-session",
             Change::Session(SessionChange::DropEmpty) => "drop-empty-session",
             Change::Session(SessionChange::ClearParent { .. }) => "clear-session-parent",
@@ -169,6 +179,13 @@ pub trait Applier {
     /// where the agent re-reads the whole store on resume (Codex replays
     /// every rollout line).
     fn replays_everything(&self) -> bool {
+        false
+    }
+    /// Whether `compact` cuts history by recording a compaction the agent
+    /// honours ([`Change::CutBefore`] on the first kept message) rather than
+    /// dropping messages: true where the agent indexes its history and never
+    /// resends what its last compaction left out (docker-agent).
+    fn cuts_with_summary(&self) -> bool {
         false
     }
 }

@@ -577,7 +577,13 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
         }
         let compacted = loaded.first().and_then(|s| {
             let t = compact_target(len);
-            let p = crate::treat::compact::plan(cp, s, &t).ok()?;
+            // The plan applies its own edits to measure them: a loaded
+            // session whose compact edits cannot be applied is a fault
+            // (`compact` exits 2 on it).
+            let p = match crate::treat::compact::plan(cp, s, &t) {
+                Ok(p) => p,
+                Err(e) => panic!("compact cannot plan a loaded session\n{}: {e:#}", s.id),
+            };
             let _ = cp.describe_all(s, &p.edits);
             p.fits.then_some(p.edits)
         });
@@ -591,7 +597,7 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
         }
         if let Err(e) = cp.write_copy(&dest, &repair_edits, false) {
             panic!(
-                "the repaired copy of {} could not be written: {e:#}\nedits: {repair_edits:?}",
+                "the repaired copy could not be written\n{}: {e:#}\nedits: {repair_edits:?}",
                 store.path().display()
             );
         }
@@ -619,7 +625,7 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
             }
             if let Err(e) = cp.write_copy(&dest, &edits, false) {
                 panic!(
-                    "the compacted copy of {} could not be written: {e:#}\nedits: {edits:?}",
+                    "the compacted copy could not be written\n{}: {e:#}\nedits: {edits:?}",
                     store.path().display()
                 );
             }
@@ -636,7 +642,7 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
             .filter(|k| before.get(*k) != after.get(*k))
             .map(|k| k.display().to_string())
             .collect();
-        panic!("the original store changed: {changed:?}");
+        panic!("the original store changed\n{changed:?}");
     }
 }
 
@@ -646,7 +652,7 @@ fn load_copy(store: &dyn Store, dest: &Path, sessions: &[Session], what: &str) -
     let d = discover(&[dest.to_path_buf()]);
     assert!(
         d.problems.errors.is_empty(),
-        "the {what} copy {} does not load: {:?}",
+        "the {what} copy does not load\n{}: {:?}",
         dest.display(),
         d.problems
             .errors
@@ -657,31 +663,34 @@ fn load_copy(store: &dyn Store, dest: &Path, sessions: &[Session], what: &str) -
     assert_eq!(
         d.stores.len(),
         1,
-        "the {what} copy {} is not one store",
+        "the {what} copy is not one store\n{}",
         dest.display()
     );
     let copy = &d.stores[0];
     assert_eq!(
         copy.agent(),
         store.agent(),
-        "the {what} copy {} is read as another agent's store",
+        "the {what} copy is read as another agent's store\n{}",
         dest.display()
     );
-    let ids = copy
-        .session_ids()
-        .unwrap_or_else(|e| panic!("the {what} copy {}: {e:#}", dest.display()));
+    let ids = copy.session_ids().unwrap_or_else(|e| {
+        panic!(
+            "the {what} copy has no session list\n{}: {e:#}",
+            dest.display()
+        )
+    });
     sessions
         .iter()
         .map(|s| {
             assert!(
                 ids.contains(&s.id),
-                "the {what} copy {} lost session {} (it has {ids:?})",
+                "the {what} copy lost a session\n{}: {} (it has {ids:?})",
                 dest.display(),
                 s.id
             );
             copy.load(&s.id).unwrap_or_else(|e| {
                 panic!(
-                    "the {what} copy {} does not load session {}: {e:#}",
+                    "the {what} copy does not load a session\n{}: {}: {e:#}",
                     dest.display(),
                     s.id
                 )

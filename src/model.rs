@@ -97,6 +97,12 @@ impl Role {
     }
 }
 
+/// Role of a stored reference to a child session (docker-agent `subsession`
+/// items): never sent to the model. Its `parent_id` is set only when the
+/// child session it names is missing (the id, or `""` for a NULL reference),
+/// so `dangling-parent` reports it and `repair` removes it.
+pub const SUBSESSION_REF: &str = "subsession";
+
 /// Token usage as the provider reported it and the agent stored it (tokens).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
@@ -477,6 +483,10 @@ pub struct LoadProblem {
     /// Index into [`Session::files`] of the file the problem is in, for
     /// line-oriented stores.
     pub file: Option<usize>,
+    /// 1-based line of that file, for line-oriented stores.
+    pub line: Option<u64>,
+    /// The database row (`<table> <id>`), for databases.
+    pub row: Option<String>,
 }
 
 /// An id stored more than once.

@@ -18,7 +18,7 @@ fn truncated_json_file_in_a_legacy_tree_is_unreadable_and_the_rest_is_read() {
     let doc = json(&["check", "--format", "json", data.to_str().unwrap()]);
     let u = with_code(&doc, "unreadable");
     assert_eq!(u.len(), 1, "{doc:#}");
-    assert!(u[0]["location"]
+    assert!(u[0]["place"]
         .as_str()
         .unwrap()
         .ends_with("prt_202e518ac00137j9FUAv8aTDVq.json"));
@@ -60,7 +60,7 @@ fn bad_sqlite_row_names_table_and_row() {
     let doc = json(&["check", "--format", "json", db.to_str().unwrap()]);
     let u = with_code(&doc, "unreadable");
     assert_eq!(u.len(), 2, "{doc:#}");
-    let locs: Vec<&str> = u.iter().map(|f| f["location"].as_str().unwrap()).collect();
+    let locs: Vec<&str> = u.iter().map(|f| f["place"].as_str().unwrap()).collect();
     assert!(
         locs.iter().any(|l| l.ends_with(&format!("part row {id}"))),
         "{locs:?}"
@@ -137,7 +137,7 @@ fn an_unreadable_file_is_named() {
     let doc = json(&["check", "--format", "json", data.to_str().unwrap()]);
     let u = with_code(&doc, "unreadable");
     assert_eq!(u.len(), 1, "{doc:#}");
-    assert!(u[0]["location"]
+    assert!(u[0]["place"]
         .as_str()
         .unwrap()
         .ends_with("msg_202e517d0001p4nbzxarLVQJ8N.json"));

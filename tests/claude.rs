@@ -384,9 +384,9 @@ fn bad_lines_are_unreadable_with_their_line_and_the_rest_is_read() {
     let doc = check(&dst, &[]);
     let u = with_code(&doc, "unreadable");
     assert_eq!(u.len(), 2, "{doc:#}");
-    assert!(u[0]["location"].as_str().unwrap().ends_with(":line 10"));
+    assert!(u[0]["place"].as_str().unwrap().ends_with(":line 10"));
     assert!(u[0]["error"].as_str().unwrap().contains("invalid JSON"));
-    assert!(u[1]["location"].as_str().unwrap().ends_with(":line 21"));
+    assert!(u[1]["place"].as_str().unwrap().ends_with(":line 21"));
     assert!(u[1]["error"]
         .as_str()
         .unwrap()
@@ -412,7 +412,7 @@ fn a_torn_last_line_is_torn_tail_and_repair_leaves_it_out() {
     let f = with_code(&doc, "torn-tail");
     assert_eq!(f.len(), 1, "{doc:#}");
     assert_eq!(f[0]["severity"], "error");
-    assert!(f[0]["location"].as_str().unwrap().ends_with(":line 45"));
+    assert!(f[0]["place"].as_str().unwrap().ends_with(":line 45"));
     assert!(with_code(&doc, "unreadable").is_empty());
 
     let out = t.path().join("out");

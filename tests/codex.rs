@@ -271,10 +271,10 @@ fn a_torn_last_line_and_a_bad_line_are_findings_and_the_rest_is_read() {
     let torn = with_code(&doc, "torn-tail");
     assert_eq!(torn.len(), 1, "{doc:#}");
     assert_eq!(torn[0]["message_id"], "L138");
-    assert!(torn[0]["location"].as_str().unwrap().ends_with(":line 138"));
+    assert!(torn[0]["place"].as_str().unwrap().ends_with(":line 138"));
     let bad = with_code(&doc, "unreadable");
     assert_eq!(bad.len(), 1, "{doc:#}");
-    assert!(bad[0]["location"].as_str().unwrap().ends_with(":line 10"));
+    assert!(bad[0]["place"].as_str().unwrap().ends_with(":line 10"));
     // Everything else is read: 136 of 137 message lines, both compactions.
     let row = list_row(&p, MULTI);
     assert_eq!(row["messages"], 135 + 17);

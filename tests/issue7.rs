@@ -502,7 +502,7 @@ fn issue7_item6_fifos_in_a_legacy_tree_and_as_a_wal_do_not_hang() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let unreadable = with_code(&doc, "unreadable");
     assert!(
-        unreadable.iter().any(|f| f["location"]
+        unreadable.iter().any(|f| f["place"]
             .as_str()
             .is_some_and(|l| l.contains("msg_fifo.json"))
             && f["error"].as_str().is_some_and(|e| e.contains("FIFO"))),
@@ -829,7 +829,7 @@ fn issue7_item13_a_null_id_row_is_named_by_table_and_rowid() {
     assert_eq!(code, Some(1), "{doc:#}");
     let f = with_code(&doc, "unreadable");
     assert_eq!(f.len(), 1, "{doc:#}");
-    let loc = f[0]["location"].as_str().unwrap();
+    let loc = f[0]["place"].as_str().unwrap();
     assert!(
         loc.contains("opencode.db") && loc.contains("message row with rowid"),
         "{loc}"

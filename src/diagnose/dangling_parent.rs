@@ -6,7 +6,7 @@
 //! not reported.
 
 use super::{Code, Finding, Severity};
-use crate::model::{ParentLinks, Role, Session};
+use crate::model::{ParentLinks, Role, Session, SUBSESSION_REF};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Whether each message's parent walk reaches a root without a missing link
@@ -110,15 +110,54 @@ pub fn dangling(s: &Session) -> Vec<usize> {
         .iter()
         .enumerate()
         .filter(|(_, m)| {
-            !m.parent_optional && m.parent_id.as_deref().is_some_and(|p| !ids.contains_key(p))
+            !m.parent_optional
+                && m.role.as_str() != SUBSESSION_REF
+                && m.parent_id.as_deref().is_some_and(|p| !ids.contains_key(p))
         })
         .map(|(i, _)| i)
+        .collect()
+}
+
+/// Indexes of references to child sessions that do not exist (docker-agent
+/// `subsession` items whose `subsession_id` is NULL or names no session:
+/// docker-agent skips them on load; older revisions failed the whole listing).
+pub fn orphan_references(s: &Session) -> Vec<usize> {
+    s.messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role.as_str() == SUBSESSION_REF && m.parent_id.is_some())
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn orphan_reference_findings(s: &Session) -> Vec<Finding> {
+    orphan_references(s)
+        .into_iter()
+        .map(|i| {
+            let m = &s.messages[i];
+            let child = m.parent_id.clone().unwrap_or_default();
+            let detail = if child.is_empty() {
+                format!("sub-session reference {} has a NULL subsession_id (its session was deleted): docker-agent skips it, and every later item index shifts by one", m.id)
+            } else {
+                format!("sub-session reference {} names session {child}, which is not in the store: docker-agent skips it, and every later item index shifts by one", m.id)
+            };
+            Finding::new(
+                Code::DanglingParent,
+                Severity::Error,
+                Some(&m.id),
+                detail,
+                "run `session-doctor repair` to remove the reference from the copy (docker-agent loads the same items without it)",
+            )
+            .with("parent_id", child.clone())
+            .with("subsession_id", if child.is_empty() { serde_json::Value::Null } else { child.into() })
+        })
         .collect()
 }
 
 pub fn check(s: &Session) -> Vec<Finding> {
     let mut out: Vec<Finding> = session_parent(s).into_iter().collect();
     out.extend(message_parents(s));
+    out.extend(orphan_reference_findings(s));
     out
 }
 

@@ -3,7 +3,7 @@
 //! when two `/compact` run in one process) is a warning that `repair`
 //! removes; any other copy is an error: the agent keeps one of them.
 
-use super::{Code, Finding, Severity};
+use super::{Code, Finding, Fix, Severity};
 use crate::model::Session;
 
 pub fn check(s: &Session) -> Vec<Finding> {
@@ -30,6 +30,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 format!("id {} is stored more than once ({})", d.id, d.place),
                 "the agent keeps one of them; check which copy is current before resuming",
             )
+            .fixed_by(Fix::None)
             .with("id", d.id.clone())
         }
     })

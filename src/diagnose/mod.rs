@@ -15,6 +15,7 @@ mod over_budget;
 mod overflow_error;
 mod parent_cycle;
 mod payload;
+mod stale_first_kept;
 mod stale_parent;
 mod torn_tail;
 mod unanswered_turns;
@@ -85,6 +86,7 @@ pub enum Code {
     ClosedCompressionSession,
     EmptyContinuation,
     StaleParent,
+    StaleFirstKept,
     OrphanInContext,
     CompactionLoop,
     CompactionFailed,
@@ -111,6 +113,7 @@ impl Code {
             Code::ClosedCompressionSession => "closed-compression-session",
             Code::EmptyContinuation => "empty-continuation",
             Code::StaleParent => "stale-parent",
+            Code::StaleFirstKept => "stale-first-kept",
             Code::OrphanInContext => "orphan-in-context",
             Code::CompactionLoop => "compaction-loop",
             Code::CompactionFailed => "compaction-failed",
@@ -121,6 +124,36 @@ impl Code {
             Code::OverBudget => "over-budget",
             Code::PayloadTooLarge => "payload-too-large",
             Code::MediaInHistory => "media-in-history",
+        }
+    }
+
+    /// The command that fixes a finding of this code, as a rule: `repair`
+    /// re-points links and drops broken lines; `compact` shrinks what the
+    /// agent sends. A rule may say otherwise for one finding (a
+    /// `duplicate-id` whose copies differ has no automatic fix).
+    pub fn fix(self) -> Fix {
+        match self {
+            Code::TornTail
+            | Code::DuplicateId
+            | Code::DanglingParent
+            | Code::ParentCycle
+            | Code::ClosedCompressionSession
+            | Code::EmptyContinuation
+            | Code::StaleParent
+            | Code::StaleFirstKept => Fix::Repair,
+            Code::CompactionLoop
+            | Code::CompactionFailed
+            | Code::OverflowError
+            | Code::UnansweredTurns
+            | Code::OverBudget
+            | Code::PayloadTooLarge
+            | Code::MediaInHistory => Fix::Compact,
+            Code::Unreadable
+            | Code::OrphanPart
+            | Code::DanglingLogicalParent
+            | Code::OrphanInContext
+            | Code::UnfinishedToolCall
+            | Code::ImpossibleUsage => Fix::None,
         }
     }
 
@@ -216,6 +249,12 @@ pub static RULES: &[Rule] = &[
         check: |s, _| stale_parent::check(s),
     },
     Rule {
+        code: Code::StaleFirstKept,
+        severity: Severity::Error,
+        summary: "a compaction's stored first kept entry the agent ignores, or that resends cut or orphaned history",
+        check: |s, _| stale_first_kept::check(s),
+    },
+    Rule {
         code: Code::OrphanInContext,
         severity: Severity::Warning,
         summary: "a message the model sees whose parent it does not see",
@@ -285,6 +324,30 @@ pub fn rule(code: Code) -> &'static Rule {
         .expect("every code has a rule")
 }
 
+/// Which command fixes a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fix {
+    /// No command fixes it (harmless, or it needs a person).
+    #[default]
+    None,
+    /// `session-doctor repair`.
+    Repair,
+    /// `session-doctor compact`.
+    Compact,
+}
+
+/// Where a finding is, in one shape for every store: the file, the line
+/// (line-oriented stores), the row (databases: `<table> <id>`) and the
+/// message id, each `null` when it does not apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Location {
+    pub file: Option<String>,
+    pub line: Option<u64>,
+    pub row: Option<String>,
+    pub message_id: Option<String>,
+}
+
 /// One diagnosed fault in a session.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
@@ -293,10 +356,17 @@ pub struct Finding {
     pub severity: Severity,
     /// Message concerned (or part/row id for load problems), when there is one.
     pub message_id: Option<String>,
+    /// Where the finding is ([`diagnose`] fills it in).
+    pub location: Location,
     /// One sentence for people.
     pub detail: String,
     /// One-line remedy.
     pub remedy: String,
+    /// Which command fixes it.
+    pub fix: Fix,
+    /// The exact command that fixes it, when one does (filled in by the
+    /// command that reports the finding: it knows the store and the flags).
+    pub remedy_command: Option<String>,
     /// The figures behind the finding, each as its own JSON field.
     #[serde(flatten)]
     pub figures: Map<String, Value>,
@@ -314,10 +384,19 @@ impl Finding {
             code,
             severity,
             message_id: message_id.map(str::to_string),
+            location: Location::default(),
             detail,
             remedy: remedy.to_string(),
+            fix: code.fix(),
+            remedy_command: None,
             figures: Map::new(),
         }
+    }
+
+    /// The same finding with another fix (or none).
+    fn fixed_by(mut self, fix: Fix) -> Self {
+        self.fix = fix;
+        self
     }
 
     fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
@@ -327,13 +406,57 @@ impl Finding {
 }
 
 /// Runs every rule of [`RULES`] on `s`; findings come back in rule order,
-/// then message order.
+/// then message order, each with its [`Location`].
 pub fn diagnose(s: &Session, o: &Options) -> Vec<Finding> {
-    RULES.iter().flat_map(|r| (r.check)(s, o)).collect()
+    let mut out: Vec<Finding> = RULES.iter().flat_map(|r| (r.check)(s, o)).collect();
+    if !out.is_empty() {
+        locate(s, &mut out);
+    }
+    out
+}
+
+/// Fills in where each finding is: its message's file and line (JSONL), or
+/// the store file and the message's row (databases); a load problem's own
+/// file and line.
+fn locate(s: &Session, findings: &mut [Finding]) {
+    let ids = s.id_index();
+    let source = s.source.display().to_string();
+    let database = s.files.is_empty() && s.source.is_file();
+    for f in findings.iter_mut() {
+        let mut loc = Location {
+            file: Some(source.clone()),
+            message_id: f.message_id.clone(),
+            ..Default::default()
+        };
+        let problem = s.problems.iter().find(|p| {
+            p.id.is_some()
+                && p.id == f.message_id
+                && matches!(f.code, Code::Unreadable | Code::TornTail)
+        });
+        if let Some(p) = problem {
+            if let Some(fi) = p.file.and_then(|i| s.files.get(i)) {
+                loc.file = Some(fi.display().to_string());
+            }
+            loc.line = p.line;
+            loc.row = p.row.clone();
+            loc.message_id = None;
+        } else if let Some(&i) = f.message_id.as_deref().and_then(|id| ids.get(id)) {
+            let m = &s.messages[i];
+            if let Some(l) = m.line {
+                if let Some(fi) = s.files.get(l.file) {
+                    loc.file = Some(fi.display().to_string());
+                }
+                loc.line = Some(l.line);
+            } else if database {
+                loc.row = Some(format!("message {}", m.id));
+            }
+        }
+        f.location = loc;
+    }
 }
 
 pub use dangling_parent::{
-    dangling, suggested_parent as dangling_suggested_parent,
+    dangling, orphan_references, suggested_parent as dangling_suggested_parent,
     suggested_parents as dangling_suggested_parents,
 };
 pub use parent_cycle::{cycles, Cycle};

@@ -59,6 +59,30 @@ const TOKENS: &[&str] = &[
     "reduce your prompt",
 ];
 
+/// docker-agent's stored error codes (the `code` of an `error` item, which
+/// session-doctor keeps as the error's name) and the texts its `FormatError`
+/// stores for each overflow kind, which contain none of the substrings below
+/// (docs/formats/docker-agent.md section 8).
+const DOCKER_AGENT_CODES: &[(&str, OverflowKind)] = &[
+    ("context_exceeded", OverflowKind::Tokens),
+    ("request_too_large", OverflowKind::Wire),
+    ("media_too_large", OverflowKind::Media),
+];
+const DOCKER_AGENT_TEXTS: &[(&str, OverflowKind)] = &[
+    (
+        "The conversation has exceeded the model's context window",
+        OverflowKind::Tokens,
+    ),
+    (
+        "Your message is too large for the AI provider",
+        OverflowKind::Wire,
+    ),
+    (
+        "An image or file in this conversation is too large for the AI provider",
+        OverflowKind::Media,
+    ),
+];
+
 /// The first JSON object inside `text`, if any.
 fn first_json_object(text: &str) -> Option<Value> {
     let start = text.find('{')?;
@@ -72,6 +96,15 @@ fn first_json_object(text: &str) -> Option<Value> {
 /// An error the agent itself named a context overflow (opencode
 /// `ContextOverflowError`) with no more specific signal is `tokens`.
 pub fn classify(e: &StoredError) -> Option<OverflowKind> {
+    if let Some((_, k)) = DOCKER_AGENT_CODES.iter().find(|(c, _)| *c == e.name) {
+        return Some(*k);
+    }
+    if let Some((_, k)) = DOCKER_AGENT_TEXTS
+        .iter()
+        .find(|(t, _)| e.message.trim_start().starts_with(t))
+    {
+        return Some(*k);
+    }
     let text = format!("{} {}", e.message, e.response_body.as_deref().unwrap_or(""));
     for src in [e.response_body.as_deref().unwrap_or(""), e.message.as_str()] {
         if let Some(v) = first_json_object(src) {
@@ -171,6 +204,28 @@ mod tests {
             classify(&err("APIError", Some(413), "", None)),
             Some(OverflowKind::Wire)
         );
+    }
+
+    #[test]
+    fn docker_agent_codes_then_format_error_texts() {
+        let e = err("context_exceeded", None, "anything", None);
+        assert_eq!(classify(&e), Some(OverflowKind::Tokens));
+        let e = err("media_too_large", None, "", None);
+        assert_eq!(classify(&e), Some(OverflowKind::Media));
+        let e = err(
+            "error",
+            None,
+            "Your message is too large for the AI provider. Try a smaller paste.",
+            None,
+        );
+        assert_eq!(classify(&e), Some(OverflowKind::Wire));
+        let e = err(
+            "rate_limited",
+            Some(429),
+            "HTTP 429: rate_limit_error",
+            None,
+        );
+        assert_eq!(classify(&e), None);
     }
 
     #[test]

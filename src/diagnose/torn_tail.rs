@@ -19,7 +19,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 format!("{}: {}", p.location, p.error),
                 "run `session-doctor repair`: the copy leaves the torn line out, so the agent's next line starts clean",
             )
-            .with("location", p.location.clone())
+            .with("place", p.location.clone())
             .with("error", p.error.clone())
         })
         .collect()

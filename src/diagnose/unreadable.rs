@@ -16,7 +16,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 format!("{}: {}", p.location, p.error),
                 "the rest of the session was read; fix or remove this row in a copy, the agent may fail to load it",
             )
-            .with("location", p.location.clone())
+            .with("place", p.location.clone())
             .with("error", p.error.clone())
         })
         .collect()

@@ -6,6 +6,8 @@
 
 pub mod claude;
 pub mod codex;
+pub mod docker_agent;
+pub mod hermes;
 pub mod opencode;
 pub mod sqlite;
 
@@ -211,7 +213,13 @@ pub trait Format: Sync {
 
 /// Every supported format, tried in this order (a Codex rollout is
 /// recognised by content before a Claude Code transcript).
-pub static FORMATS: &[&dyn Format] = &[&opencode::Opencode, &codex::Codex, &claude::Claude];
+pub static FORMATS: &[&dyn Format] = &[
+    &opencode::Opencode,
+    &hermes::Hermes,
+    &docker_agent::DockerAgent,
+    &codex::Codex,
+    &claude::Claude,
+];
 
 /// Opens a file with the formats that want it; a file given by name that no
 /// format wants is tried with every format (so the error says why).

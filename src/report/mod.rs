@@ -40,6 +40,27 @@ pub struct ListRow {
     /// or what the agent's own token totals include).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Where the session sits among sessions that continue one another
+    /// (hermes-agent compression chains).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain: Option<ChainRow>,
+}
+
+/// `list`: a session's place in its chain.
+#[derive(Debug, Serialize)]
+pub struct ChainRow {
+    /// First session of the chain.
+    pub root: String,
+    /// 1-based position (1 = the root).
+    pub position: usize,
+    /// Sessions in the chain.
+    pub length: usize,
+    /// The chain's newest session, what the agent resumes.
+    pub tip: String,
+    /// The session the agent loads when asked to resume this one.
+    pub resumes: String,
+    /// The parent session as stored.
+    pub parent: Option<String>,
 }
 
 /// `inspect`: one part of a message.

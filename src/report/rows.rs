@@ -21,6 +21,14 @@ pub fn list_row(s: &Session, findings: &[Finding]) -> ListRow {
         tokens_total: s.tokens_total(),
         findings: SeverityCounts::of(findings),
         notes: s.notes.clone(),
+        chain: s.lineage.as_deref().map(|l| ChainRow {
+            root: l.root.clone(),
+            position: l.position,
+            length: l.length,
+            tip: l.tip.clone(),
+            resumes: l.resumes.clone(),
+            parent: l.parent.clone(),
+        }),
     }
 }
 

@@ -15,7 +15,9 @@
 //!
 //! For a store whose agent re-reads everything on resume
 //! ([`Applier::replays_everything`]: Codex), steps 1 and 4 always run,
-//! `keep_turns` included.
+//! `keep_turns` included. For a store whose agent indexes its history
+//! ([`Applier::cuts_with_summary`]: docker-agent), step 4 keeps everything
+//! stored and, with `keep_turns`, records a compaction the agent honours.
 //!
 //! Treatments never write: each step returns edits, the format module applies
 //! them to a model copy to measure, and to the store copy to write.
@@ -402,6 +404,44 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     out
 }
 
+/// Step 4 for an agent that indexes its history and never resends what its
+/// last compaction left out ([`Applier::cuts_with_summary`]: docker-agent):
+/// history it no longer sends stays stored, as the agent keeps it; with
+/// `keep_turns` N, one [`Change::CutBefore`] on the first message of the
+/// Nth-last user turn records a compaction (a summary holding the previous
+/// summary and a note) whose kept tail starts there.
+fn cut_with_summary(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
+    let Some(n) = keep_turns else {
+        return Vec::new();
+    };
+    let turns: Vec<usize> = s
+        .visible
+        .iter()
+        .copied()
+        .filter(|&i| s.messages[i].is_prompt())
+        .collect();
+    if turns.len() <= n.max(1) {
+        return Vec::new();
+    }
+    let first = turns[turns.len() - n.max(1)];
+    let pos = s.visible.iter().position(|&i| i == first).unwrap_or(0);
+    let before = &s.visible[..pos];
+    let messages = before.iter().filter(|&&i| !s.messages[i].summary).count();
+    let user_turns = before
+        .iter()
+        .filter(|&&i| s.messages[i].is_prompt())
+        .count();
+    vec![edit(
+        s,
+        &s.messages[first].id,
+        Change::CutBefore {
+            note: format!(
+                "[session-doctor compact: the {messages} earlier messages ({user_turns} user turns) are no longer sent to the model, to fit the model budget; they stay stored in the session]"
+            ),
+        },
+    )]
+}
+
 /// Why the session cannot fit even after every step.
 fn why_unreachable(s: &Session, t: &Target, f: &Figures) -> String {
     let newest_user = s.messages.iter().rposition(|m| m.is_prompt());
@@ -447,7 +487,16 @@ pub fn plan(store: &dyn Applier, s: &Session, t: &Target) -> Result<Plan> {
             Box::new(|s| truncate_tool_outputs(s, t)),
         ),
         ("truncate-text", Box::new(|s| truncate_text(s, t))),
-        ("cut-history", Box::new(|s| cut_history(s, t.keep_turns))),
+        (
+            "cut-history",
+            Box::new(|s| {
+                if store.cuts_with_summary() {
+                    cut_with_summary(s, t.keep_turns)
+                } else {
+                    cut_history(s, t.keep_turns)
+                }
+            }),
+        ),
     ];
     let always = store.replays_everything();
     for (name, step) in steps {

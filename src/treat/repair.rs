@@ -9,12 +9,22 @@
 //!   dangling parent would be, or make it a root when no earlier message can
 //!   be its parent (and always for an opencode user message).
 //! - `torn-tail`: leave the torn last line out of the copy.
+//! - `stale-first-kept`: set the compaction's first kept entry to the value
+//!   the agent's own compactor rule gives (docker-agent).
+//! - `dangling-parent` on a reference to a missing child session
+//!   (docker-agent `subsession` item): remove the reference.
 //! - `duplicate-id` copies that repeat the first one's content: keep the
 //!   first line, drop the later copies. Lines of one split provider response
 //!   have different ids and are never touched.
+//! - Sessions linked as rows (hermes-agent), after the message edits:
+//!   `closed-compression-session`: reopen the session; `empty-continuation`:
+//!   drop the empty session, then reopen its parent; `dangling-parent` on
+//!   the session's own parent: clear it (the session becomes a root).
 
-use crate::diagnose::{cycles, dangling, dangling_suggested_parents, stale_parents};
-use crate::edit::{Change, Edit};
+use crate::diagnose::{
+    cycles, dangling, dangling_suggested_parents, orphan_references, stale_parents,
+};
+use crate::edit::{Change, Edit, SessionChange};
 use crate::model::{ParentLinks, ProblemKind, Role, Session};
 use rustc_hash::FxHashSet as HashSet;
 
@@ -99,6 +109,52 @@ pub fn plan(s: &Session) -> Vec<Edit> {
             edits.push((s.messages.len(), edit(id, Change::DropMessage)));
         }
     }
+    for (i, m) in s.messages.iter().enumerate() {
+        let Some(k) = m.compaction().and_then(|c| c.kept_entry.as_deref()) else {
+            continue;
+        };
+        if k.stale.is_some() {
+            let change = Change::SetFirstKept {
+                old: k.stored,
+                new: k.rule as i64,
+            };
+            edits.push((i, edit(&m.id, change)));
+        }
+    }
+    for i in orphan_references(s) {
+        edits.push((i, edit(&s.messages[i].id, Change::DropMessage)));
+    }
     edits.sort_by_key(|(i, _)| *i);
-    edits.into_iter().map(|(_, e)| e).collect()
+    let mut out: Vec<Edit> = edits.into_iter().map(|(_, e)| e).collect();
+    out.extend(session_edits(s));
+    out
+}
+
+/// The session-level edits of a session linked to others as a row
+/// ([`crate::model::Lineage`]; the finding rules say when they apply).
+fn session_edits(s: &Session) -> Vec<Edit> {
+    let Some(l) = s.lineage.as_deref() else {
+        return Vec::new();
+    };
+    let on = |sid: &str, c: SessionChange| Edit {
+        session_id: sid.to_string(),
+        message_id: sid.to_string(),
+        change: Change::Session(c),
+    };
+    let mut out = Vec::new();
+    if l.parent_missing {
+        if let Some(p) = &l.parent {
+            out.push(on(&s.id, SessionChange::ClearParent { old: p.clone() }));
+        }
+    }
+    if l.ended_by_compaction && l.continuations == 0 {
+        out.push(on(&s.id, SessionChange::Reopen));
+    }
+    if l.continuation && l.rows == 0 && l.resumes == s.id {
+        out.push(on(&s.id, SessionChange::DropEmpty));
+        if let Some(p) = &l.parent {
+            out.push(on(p, SessionChange::Reopen));
+        }
+    }
+    out
 }

@@ -61,6 +61,10 @@ fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> 
         Change::Session(_) => {
             Err("Claude Code stores no session rows: session-level changes do not apply".into())
         }
+        Change::SetFirstKept { .. } | Change::CutBefore { .. } => Err(format!(
+            "Claude Code stores no first kept entry ({} is a docker-agent change)",
+            change.name()
+        )),
         Change::SetParent { new, .. } => {
             let o = v.as_object_mut().ok_or("line is not an object")?;
             o.insert(field::PARENT.to_string(), json!(new));
@@ -436,6 +440,9 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
             Value::Null,
             json!(edit.change.name()),
         ),
+        Change::SetFirstKept { .. } | Change::CutBefore { .. } => {
+            (edit.change.name().to_string(), Value::Null, Value::Null)
+        }
     };
     StoredChange {
         session_id: edit.session_id.clone(),

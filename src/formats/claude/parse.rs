@@ -742,6 +742,8 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
                         ProblemKind::Unreadable
                     },
                     file: Some(fi),
+                    line: Some(n),
+                    row: None,
                 });
                 continue;
             }

@@ -256,6 +256,11 @@ fn edit_line(v: &mut Value, edits: &[&Edit], mode: Mode) -> Result<()> {
                 "session {}: Codex rollouts store no session-level changes",
                 e.session_id
             ),
+            Change::SetFirstKept { .. } | Change::CutBefore { .. } => bail!(
+                "message {}: Codex rollouts store no first kept entry ({} is a docker-agent change)",
+                e.message_id,
+                e.change.name()
+            ),
             _ => {}
         }
     }
@@ -615,6 +620,9 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredC
             (format!("{base}.content[0]"), Value::Null, json!(text))
         }
         Change::Session(_) => ("session".to_string(), Value::Null, json!(e.change.name())),
+        Change::SetFirstKept { .. } | Change::CutBefore { .. } => {
+            (e.change.name().to_string(), Value::Null, Value::Null)
+        }
     };
     StoredChange {
         session_id: e.session_id.clone(),

@@ -860,6 +860,8 @@ pub fn load(r: impl BufRead, path: &Path, id: &str) -> std::io::Result<Session> 
                         ProblemKind::Unreadable
                     },
                     file: Some(0),
+                    line: Some(n),
+                    row: None,
                 });
             }
         }

@@ -220,6 +220,11 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) ->
             Change::Session(_) => {
                 anyhow::bail!("session {}: opencode stores no session-level changes", s.id)
             }
+            Change::SetFirstKept { .. } | Change::CutBefore { .. } => anyhow::bail!(
+                "message {}: opencode stores no first kept entry ({} is a docker-agent change)",
+                m.id,
+                e.change.name()
+            ),
         }
     }
     out.messages.retain(|m| !dropped.contains(&m.id));
@@ -288,6 +293,9 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
             Value::Null,
             json!(edit.change.name()),
         ),
+        Change::SetFirstKept { .. } | Change::CutBefore { .. } => {
+            (edit.change.name().to_string(), Value::Null, Value::Null)
+        }
     };
     StoredChange {
         session_id: edit.session_id.clone(),

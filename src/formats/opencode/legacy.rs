@@ -148,6 +148,11 @@ impl LegacyStore {
                 "session {}: opencode stores no session-level changes",
                 e.session_id
             ),
+            Change::SetFirstKept { .. } | Change::CutBefore { .. } => bail!(
+                "message {}: opencode stores no first kept entry ({} is a docker-agent change)",
+                e.message_id,
+                e.change.name()
+            ),
             Change::AddNote { text } => {
                 let v = edit::note_part(Layout::Legacy, &e.session_id, &e.message_id, text);
                 write(&part_file(&edit::note_part_id(&e.message_id)), &v)?;
@@ -204,6 +209,8 @@ impl Store for LegacyStore {
                     error,
                     kind: ProblemKind::Unreadable,
                     file: None,
+                    line: None,
+                    row: None,
                 });
                 None
             }
@@ -221,6 +228,8 @@ impl Store for LegacyStore {
                     error,
                     kind: ProblemKind::Unreadable,
                     file: None,
+                    line: None,
+                    row: None,
                 }),
             }
             for pf in json_files(&self.path.join("part").join(&mid)) {
@@ -233,6 +242,8 @@ impl Store for LegacyStore {
                         error,
                         kind: ProblemKind::Unreadable,
                         file: None,
+                        line: None,
+                        row: None,
                     }),
                 }
             }

@@ -191,6 +191,8 @@ impl Store for SqliteStore {
                         error,
                         kind: ProblemKind::Unreadable,
                         file: None,
+                        line: None,
+                        row: Some(format!("message with rowid {rowid}")),
                     });
                     continue;
                 }
@@ -209,10 +211,12 @@ impl Store for SqliteStore {
                 Ok(m) => session.messages.push(m),
                 Err(error) => session.problems.push(LoadProblem {
                     location: self.loc("message", &mid),
-                    id: Some(mid),
+                    id: Some(mid.clone()),
                     error,
                     kind: ProblemKind::Unreadable,
                     file: None,
+                    line: None,
+                    row: Some(format!("message {}", mid)),
                 }),
             }
         }
@@ -236,6 +240,8 @@ impl Store for SqliteStore {
                         error,
                         kind: ProblemKind::Unreadable,
                         file: None,
+                        line: None,
+                        row: Some(format!("part with rowid {rowid}")),
                     });
                     continue;
                 }
@@ -253,10 +259,12 @@ impl Store for SqliteStore {
                 Ok(p) => parts.push((mid, p)),
                 Err(error) => session.problems.push(LoadProblem {
                     location: self.loc("part", &pid),
-                    id: Some(pid),
+                    id: Some(pid.clone()),
                     error,
                     kind: ProblemKind::Unreadable,
                     file: None,
+                    line: None,
+                    row: Some(format!("part {}", pid)),
                 }),
             }
         }
@@ -386,6 +394,10 @@ fn apply_in_db(txn: &rusqlite::Transaction<'_>, e: &Edit) -> Result<()> {
         }
         Change::DropCopies => bail!("message {mid}: message ids are unique in SQLite"),
         Change::Session(_) => bail!("session {sid}: opencode stores no session-level changes"),
+        Change::SetFirstKept { .. } | Change::CutBefore { .. } => bail!(
+            "message {mid}: opencode stores no first kept entry ({} is a docker-agent change)",
+            e.change.name()
+        ),
         Change::AddNote { text } => {
             let t: i64 = txn
                 .query_row(
