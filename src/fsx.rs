@@ -154,9 +154,19 @@ pub fn unregister(p: &Path) {
 }
 
 fn remove_any(p: &Path) {
-    // Retried: another thread of this run may still create a file in a
-    // folder being removed (SQLite's journal of a copy in progress).
-    for _ in 0..20 {
+    // A folder is first moved aside: another thread of this run may still be
+    // creating files in it by path (SQLite's journal of a copy in progress),
+    // which then fail instead of refilling it while it is removed.
+    let mut p = p.to_path_buf();
+    if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+        let mut aside = p.clone().into_os_string();
+        aside.push(".removing");
+        if std::fs::rename(&p, &aside).is_ok() {
+            p = PathBuf::from(aside);
+        }
+    }
+    let p = p.as_path();
+    for _ in 0..100 {
         let res = match std::fs::symlink_metadata(p) {
             Ok(md) if md.is_dir() => std::fs::remove_dir_all(p),
             Ok(_) => std::fs::remove_file(p),

@@ -10,6 +10,13 @@ pub fn char_count(s: &str) -> u64 {
     s.chars().count() as u64
 }
 
+/// Whether `text` holds a marker `session-doctor compact` leaves where it cut,
+/// stripped or removed something (so counts the agent reported before are
+/// no longer about this history).
+pub fn has_compact_marker(text: &str) -> bool {
+    text.contains("session-doctor compact")
+}
+
 /// Estimated tokens for `chars` characters: `round(chars / 4)`, opencode's
 /// `Token.estimate` (upstream `util/token.ts`, 4 characters per token).
 pub fn estimate_tokens(chars: u64) -> u64 {

@@ -303,6 +303,9 @@ pub struct Part {
     /// input/output as UTF-8, inline media as its base64 data URL.
     pub wire_bytes: u64,
     pub synthetic: bool,
+    /// The part holds text `session-doctor compact` wrote where it cut,
+    /// stripped or removed something ([`crate::measure::has_compact_marker`]).
+    pub rewritten: bool,
     pub media: Vec<Media>,
     pub tool: Option<Box<ToolCall>>,
     pub compaction: Option<Box<CompactionMarker>>,
@@ -345,6 +348,7 @@ impl Part {
             model_chars: 0,
             wire_bytes: 0,
             synthetic: false,
+            rewritten: false,
             media: Vec::new(),
             tool: None,
             compaction: None,

@@ -33,11 +33,29 @@ pub fn next_turn(s: &crate::model::Session, overhead: Option<u64>) -> NextTurn {
         let m = &s.messages[i];
         m.role == Role::Assistant && !m.summary && !m.usage.is_zero()
     });
+    // A count reported before `session-doctor compact` cut, stripped or
+    // removed something it counted is about another history: it is not used
+    // (the overhead then comes from the first turn, as for a copy).
+    let rewritten_before = |k: usize| {
+        s.visible[..=k]
+            .iter()
+            .any(|&i| s.messages[i].parts.iter().any(|p| p.rewritten))
+    };
+    let last = last.filter(|&k| !rewritten_before(k));
     let derived = last.map(|k| {
         let reported = s.messages[s.visible[k]].usage.overflow_count();
         reported.saturating_sub(est[..=k].iter().sum())
     });
-    let overhead_tokens = overhead.or(derived).unwrap_or(0);
+    let stale = derived.is_none()
+        && overhead.is_none()
+        && s.visible.iter().any(|&i| {
+            let m = &s.messages[i];
+            m.role == Role::Assistant && !m.summary && !m.usage.is_zero()
+        });
+    let overhead_tokens = overhead
+        .or(derived)
+        .or_else(|| stale.then(|| first_overhead(s)).flatten())
+        .unwrap_or(0);
     NextTurn {
         tokens: tokens_estimated.saturating_add(overhead_tokens),
         reported: derived.is_some() && overhead.is_none(),
@@ -45,6 +63,23 @@ pub fn next_turn(s: &crate::model::Session, overhead: Option<u64>) -> NextTurn {
         overhead_tokens,
         wire_bytes,
     }
+}
+
+/// The agent's overhead measured at the first assistant with reported usage
+/// whose history `session-doctor compact` did not change.
+fn first_overhead(s: &crate::model::Session) -> Option<u64> {
+    use crate::model::Role;
+    let mut est = 0u64;
+    for m in &s.messages {
+        if m.parts.iter().any(|p| p.rewritten) {
+            return None;
+        }
+        est = est.saturating_add(m.tokens_estimated());
+        if m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage.is_zero() {
+            return Some(m.usage.overflow_count().saturating_sub(est));
+        }
+    }
+    None
 }
 
 /// Tokens the agent adds to every request beyond the messages (system prompt,

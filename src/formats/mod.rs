@@ -221,14 +221,20 @@ pub static FORMATS: &[&dyn Format] = &[
     &claude::Claude,
 ];
 
-/// Opens a file with the formats that want it; a file given by name that no
-/// format wants is tried with every format (so the error says why).
+/// Opens a file with the formats that want it; a file given by name that
+/// none of them opens is tried with every other format (a hermes-agent
+/// `state.db` copied to another name is recognised by its tables; when
+/// nothing opens it, the error says why).
 fn open_any_file(p: &Path, walking: bool) -> Result<Option<Box<dyn Store>>> {
-    let wanted = FORMATS.iter().any(|f| f.wants_file(p));
-    for f in FORMATS {
-        if (walking || wanted) && !f.wants_file(p) {
-            continue;
+    for f in FORMATS.iter().filter(|f| f.wants_file(p)) {
+        if let Some(s) = f.open_file(p)? {
+            return Ok(Some(s));
         }
+    }
+    if walking {
+        return Ok(None);
+    }
+    for f in FORMATS.iter().filter(|f| !f.wants_file(p)) {
         if let Some(s) = f.open_file(p)? {
             return Ok(Some(s));
         }

@@ -16,8 +16,8 @@ pub fn oc(name: &str) -> PathBuf {
     fixtures().join("opencode").join(name)
 }
 
-/// A private home for the binary under test: `HOME`, `XDG_*`, `CODEX_HOME`
-/// and `CLAUDE_CONFIG_DIR` point inside it, so nothing of the user's machine
+/// A private home for the binary under test: `HOME`, `XDG_*`, `CODEX_HOME`,
+/// `CLAUDE_CONFIG_DIR` and `HERMES_HOME` point inside it, so nothing of the user's machine
 /// (a `~/.cache/opencode/models.json`, real sessions) leaks into a test.
 pub fn test_home() -> &'static Path {
     static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
@@ -35,6 +35,7 @@ pub fn hermetic(c: &mut std::process::Command) {
         .env("XDG_STATE_HOME", h.join("state"))
         .env("CODEX_HOME", h.join("codex"))
         .env("CLAUDE_CONFIG_DIR", h.join("claude"))
+        .env("HERMES_HOME", h.join("hermes"))
         .env_remove("NO_COLOR");
 }
 

@@ -20,7 +20,7 @@
 //!   last line with no newline that is not JSON is a torn tail.
 
 use super::{file_name, view};
-use crate::measure::media_from_base64;
+use crate::measure::{has_compact_marker, media_from_base64};
 use crate::model::*;
 use anyhow::{Context, Result};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -378,6 +378,7 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
     if text.starts_with('"') {
         let s = rstr(Some(content)).unwrap_or_default();
         let mut p = part(format!("{uuid}#0"), PartKind::Text, "text");
+        p.rewritten = has_compact_marker(&s);
         p.model_chars = chars(&s);
         p.wire_bytes = s.len() as u64;
         p.payload_bytes = text.len() as u64;
@@ -397,6 +398,7 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
             "text" => {
                 let t = rstr(b.text).unwrap_or_default();
                 let mut p = part(id, PartKind::Text, kind_name);
+                p.rewritten = has_compact_marker(&t);
                 p.model_chars = chars(&t);
                 p.wire_bytes = t.len() as u64;
                 p
@@ -428,6 +430,7 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
             "tool_result" => {
                 let text = result_text_raw(b.content);
                 let mut p = part(id, PartKind::Tool, kind_name);
+                p.rewritten = has_compact_marker(&text);
                 p.model_chars = chars(&text);
                 p.wire_bytes = text.len() as u64;
                 for inner in rarr(b.content) {

@@ -34,7 +34,7 @@
 use super::ids;
 pub use super::view::visible_view;
 use crate::budget::Limits;
-use crate::measure::parse_data_url;
+use crate::measure::{has_compact_marker, parse_data_url};
 use crate::model::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
@@ -217,6 +217,7 @@ fn content_part(c: &Value, id: String, message_id: &str, bytes: u64) -> Part {
                 .or_else(|| str_at(c, "refusal"))
                 .unwrap_or("");
             let mut p = part(id, message_id, PartKind::Text, ty, bytes);
+            p.rewritten = has_compact_marker(t);
             p.model_chars = chars(t);
             p.wire_bytes = t.len() as u64;
             p
@@ -372,6 +373,18 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             m = message(id, Role::Other(sym("tool")), line, time);
             let (c, w, media) = output_facts(item.get("output"));
             let mut p = part(pid(0), id, PartKind::Tool, ty, 0);
+            p.rewritten = match item.get("output") {
+                Some(Value::String(s)) => has_compact_marker(s),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .filter_map(|x| str_at(x, "text"))
+                    .any(has_compact_marker),
+                Some(o) => o
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .is_some_and(has_compact_marker),
+                None => false,
+            };
             p.model_chars = c;
             p.wire_bytes = w;
             p.media = media;

@@ -5,7 +5,7 @@
 
 use super::view::visible_view;
 use super::PARENT_FIELD;
-use crate::measure::parse_data_url;
+use crate::measure::{has_compact_marker, parse_data_url};
 use crate::model::*;
 use serde_json::Value;
 
@@ -135,6 +135,7 @@ pub(crate) fn parse_part(
     let mut tool = None;
     let mut compaction = None;
     let mut model_chars = 0;
+    let mut rewritten = false;
     let mut wire_bytes = 0;
     match kind {
         // opencode leaves `ignored` text parts out of requests.
@@ -142,6 +143,7 @@ pub(crate) fn parse_part(
             let t = str_at(&raw, "text").unwrap_or("");
             model_chars = chars(t);
             wire_bytes = t.len() as u64;
+            rewritten = has_compact_marker(t);
         }
         PartKind::Reasoning => {
             let t = str_at(&raw, "text").unwrap_or("");
@@ -176,6 +178,7 @@ pub(crate) fn parse_part(
                 .map(|i| i.to_string())
                 .unwrap_or_default();
             let sent_output = if cleared { CLEARED_TOOL_OUTPUT } else { output };
+            rewritten = has_compact_marker(output) || has_compact_marker(&input);
             model_chars = chars(&input) + chars(sent_output);
             wire_bytes = (input.len() + sent_output.len()) as u64;
             // opencode drops the attachments of a tool output marked compacted.
@@ -223,6 +226,7 @@ pub(crate) fn parse_part(
             .get("synthetic")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        rewritten,
         media,
         tool,
         compaction,
