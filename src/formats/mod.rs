@@ -234,9 +234,13 @@ fn open_any_file(p: &Path, walking: bool) -> Result<Option<Box<dyn Store>>> {
     if walking {
         return Ok(None);
     }
+    // Formats that do not want the file only say why when none wants it.
+    let strict = !FORMATS.iter().any(|f| f.wants_file(p));
     for f in FORMATS.iter().filter(|f| !f.wants_file(p)) {
-        if let Some(s) = f.open_file(p)? {
-            return Ok(Some(s));
+        match f.open_file(p) {
+            Ok(Some(s)) => return Ok(Some(s)),
+            Err(e) if strict => return Err(e),
+            Ok(None) | Err(_) => {}
         }
     }
     Ok(None)
