@@ -814,3 +814,57 @@ fn compact_edits_legacy_json_roots_and_embedded_sub_sessions() {
         assert_eq!(list["sessions"].as_array().unwrap().len(), 2);
     }
 }
+
+/// A `message_json` docker-agent cannot parse is `unreadable` (docker-agent
+/// fails the whole session's load on it); it still counts in the item list,
+/// so the summary's first_kept_entry keeps pointing where it did, and a
+/// copy keeps the row as it is.
+#[test]
+fn an_unreadable_row_keeps_later_indexes_in_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("src/compacted-healthy.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    std::fs::copy(da("derived/compacted-healthy.db"), &db).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE session_items SET message_json = '{not json' WHERE id = 5",
+            [],
+        )
+        .unwrap();
+    let doc = check_doc(&db, &[]);
+    let codes: Vec<String> = findings(&doc)
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(codes, ["unreadable"], "{doc:#}");
+    let ins = json(&[
+        "inspect",
+        "--format",
+        "json",
+        "--session",
+        SESSION_DB,
+        p(&db),
+    ]);
+    assert_eq!(ins["sessions"][0]["visible_messages"], 22);
+    let out = tmp.path().join("out");
+    let r = json(&["repair", "--format", "json", "--out", p(&out), p(&db)]);
+    assert_eq!(r["changes"], serde_json::json!([]));
+    // The verifier fails a copy whose session does not load, as the
+    // original does not: that is the only failure, and no row differs.
+    let o = std::process::Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/check_docker_agent_copy.py"
+        ))
+        .arg(&db)
+        .arg(out.join("compacted-healthy.db"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(differing(&report).is_empty());
+    let failures = report["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:#?}");
+    assert!(failures[0].as_str().unwrap().contains("does not load"));
+}

@@ -245,6 +245,18 @@ impl Builder {
         });
     }
 
+    /// An item docker-agent counts in its list but session-doctor could not
+    /// read (docker-agent's load of the session fails on it): later indexes
+    /// still count it.
+    fn hole(&mut self) {
+        self.facts.push(Facts {
+            msg: None,
+            slice: Some(self.slice),
+            what: What::Silent,
+        });
+        self.slice += 1;
+    }
+
     fn add(&mut self, m: crate::model::Message, what: What, in_slice: bool) {
         self.time = self.time.max(m.time_created);
         let slice = in_slice.then(|| {
@@ -308,8 +320,7 @@ impl Builder {
                     }
                     Err(e) => {
                         self.problem(&item, e);
-                        // In docker-agent's list (its load fails): indexes after it count it.
-                        self.slice += 1;
+                        self.hole();
                     }
                 }
             }
@@ -327,7 +338,7 @@ impl Builder {
                     }
                     Err(e) => {
                         self.problem(&item, e);
-                        self.slice += 1;
+                        self.hole();
                     }
                 }
             }
@@ -346,7 +357,7 @@ impl Builder {
                 Ok(m) => self.add(m, What::Silent, true),
                 Err(e) => {
                     self.problem(&item, e);
-                    self.slice += 1;
+                    self.hole();
                 }
             },
             Kind::Termination => {
