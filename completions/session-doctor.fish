@@ -55,7 +55,7 @@ complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)' -r
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l session -d 'The session to inspect' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l session -d 'The session to inspect (an id or a unique prefix of one; optional when the stores hold one session)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -l top -d 'Also list the N largest parts (by stored bytes)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand inspect" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand check" -l format -d 'Output format' -r -f -a "table\t'Tables for people'
@@ -99,7 +99,7 @@ complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l models-json -d 'models.dev JSON (default: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)' -r -F
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l max-request-bytes -d 'Largest request body the provider or gateway accepts (bytes; default 6 MiB)' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l headroom -d 'Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)' -r
-complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l session -d 'The session to compact (the whole store is still copied)' -r
+complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l session -d 'The session to compact (an id or a unique prefix of one). Without it, every session with a finding compact fixes is compacted, one copy per store' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l out -d 'Folder to write the copy into. Never the source folder or inside it' -r -F
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l keep-turns -d 'If cutting history is needed, keep only the last N user turns' -r
 complete -c session-doctor -n "__fish_session_doctor_using_subcommand compact" -l dry-run -d 'Print the plan (steps, figures, changes), write nothing'

@@ -60,7 +60,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
 '--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
 '--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
-'--session=[The session to inspect]:ID:_default' \
+'--session=[The session to inspect (an id or a unique prefix of one; optional when the stores hold one session)]:ID:_default' \
 '--top=[Also list the N largest parts (by stored bytes)]:N:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
@@ -122,7 +122,7 @@ json\:"One JSON document with "schema_version"\: 1"))' \
 '--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
 '--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
 '--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
-'--session=[The session to compact (the whole store is still copied)]:ID:_default' \
+'--session=[The session to compact (an id or a unique prefix of one). Without it, every session with a finding compact fixes is compacted, one copy per store]:ID:_default' \
 '--out=[Folder to write the copy into. Never the source folder or inside it]:DIR:_files' \
 '--keep-turns=[If cutting history is needed, keep only the last N user turns]:N:_default' \
 '--dry-run[Print the plan (steps, figures, changes), write nothing]' \

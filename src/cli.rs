@@ -163,9 +163,10 @@ pub struct ListArgs {
 pub struct InspectArgs {
     #[command(flatten)]
     pub common: Common,
-    /// The session to inspect.
+    /// The session to inspect (an id or a unique prefix of one; optional
+    /// when the stores hold one session).
     #[arg(long, value_name = "ID")]
-    pub session: String,
+    pub session: Option<String>,
     /// Also list the N largest parts (by stored bytes).
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
@@ -246,9 +247,11 @@ impl Common {
 pub struct CompactArgs {
     #[command(flatten)]
     pub common: Common,
-    /// The session to compact (the whole store is still copied).
+    /// The session to compact (an id or a unique prefix of one). Without it,
+    /// every session with a finding compact fixes is compacted, one copy
+    /// per store.
     #[arg(long, value_name = "ID")]
-    pub session: String,
+    pub session: Option<String>,
     /// Folder to write the copy into. Never the source folder or inside it.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,

@@ -179,14 +179,24 @@ fn remove_any(p: &Path) {
     }
 }
 
-/// Removes every registered path (newest first). Called on SIGINT/SIGTERM.
+/// Removes every registered path (newest first), and every private folder
+/// of this process (one created a moment before it was registered).
+/// Called on SIGINT/SIGTERM.
 pub fn cleanup_all() {
     let paths: Vec<PathBuf> = match CLEANUP.lock() {
         Ok(mut v) => std::mem::take(&mut *v),
-        Err(_) => return,
+        Err(_) => Vec::new(),
     };
     for p in paths.iter().rev() {
         remove_any(p);
+    }
+    let prefix = format!("run-{}-", std::process::id());
+    if let Ok(rd) = std::fs::read_dir(private_base()) {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                remove_any(&e.path());
+            }
+        }
     }
 }
 

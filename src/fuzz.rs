@@ -546,6 +546,7 @@ fn compact_target(len: usize) -> crate::treat::compact::Target {
         max_request_bytes: o.max_request_bytes,
         headroom_bytes: crate::diagnose::headroom_bytes(&o),
         keep_turns: (len % 3 == 0).then_some(1),
+        goals: Default::default(),
     }
 }
 

@@ -11,8 +11,10 @@ use std::process::ExitCode;
 pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     let mut e = Engine::open(&a.common)?;
     let items = e.items(a.session.as_deref())?;
+    let budget = &a.common.budget;
     let sessions: Vec<_> = e
-        .map(&items, |_, l| {
+        .map(&items, |store, mut l| {
+            super::remedy::fill(store, &l.session, &mut l.findings, budget);
             rows::check_session(&l.session, l.findings, &l.options)
         })
         .into_iter()

@@ -1,22 +1,104 @@
-//! `compact`: a copy in which one session fits its model budget and the
-//! request-size limit.
+//! `compact`: copies in which sessions fit their model budget and the
+//! request-size limit, and no longer carry what their findings blame
+//! (historical media, a compaction loop, a request that failed).
+//!
+//! With `--session`, one session (every step its findings or the budget
+//! call for). Without, every session that has a finding `compact` fixes,
+//! one copy per store holding all of its sessions' edits, and one summary
+//! row per session. A session with nothing to change is said so and no copy
+//! is written for it.
 
 use super::copies::{self, CopyPlan};
-use super::pipeline::Engine;
+use super::pipeline::{Engine, Loaded};
 use super::{emit, finish};
 use crate::cli::CompactArgs;
+use crate::diagnose::{Code, Finding, Fix, Severity};
+use crate::edit::Edit;
 use crate::exit_codes::{FINDINGS, HEALTHY};
+use crate::formats::Store;
 use crate::report::{exporter, CompactReport};
+use crate::treat::compact::{Goals, Target};
 use anyhow::{bail, Result};
 use std::process::ExitCode;
 
+/// One session's plan.
+struct Planned {
+    store: usize,
+    report: CompactReport,
+    edits: Vec<Edit>,
+}
+
+/// The smallest request that failed and is still live (a stored failure
+/// whose finding is at warning or above): the copy must send less.
+fn failed_bytes(findings: &[Finding]) -> Option<u64> {
+    findings
+        .iter()
+        .filter(|f| {
+            matches!(f.code, Code::CompactionFailed | Code::OverflowError)
+                && f.severity >= Severity::Warning
+        })
+        .filter_map(|f| {
+            f.figures
+                .get("failed_request_bytes")
+                .and_then(|v| v.as_u64())
+        })
+        .min()
+}
+
+/// Whether a session has a finding `compact` fixes.
+pub fn wants_compact(findings: &[Finding]) -> bool {
+    findings
+        .iter()
+        .any(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning)
+}
+
+fn plan_one(a: &CompactArgs, store: &dyn Store, store_index: usize, l: &Loaded) -> Result<Planned> {
+    let o = &l.options;
+    let max_request_bytes =
+        failed_bytes(&l.findings).map_or(o.max_request_bytes, |b| b.min(o.max_request_bytes));
+    let target = Target {
+        budget: o.budget.as_ref().ok().cloned(),
+        max_request_bytes,
+        headroom_bytes: (max_request_bytes as f64 * o.headroom).round() as u64,
+        keep_turns: a.keep_turns,
+        goals: Goals::of(&l.findings),
+    };
+    let c = store.copier();
+    let plan = crate::treat::compact::plan(c, &l.session, &target)?;
+    let report = CompactReport {
+        session_id: l.session.id.clone(),
+        source: store.path().display().to_string(),
+        dest: String::new(),
+        dry_run: a.dry_run,
+        written: false,
+        fits: plan.fits,
+        unreachable: plan.unreachable.clone(),
+        nothing_to_change: plan.edits.is_empty(),
+        budget: target.budget.clone(),
+        budget_unknown: o.budget.as_ref().err().cloned(),
+        usable_tokens: plan.usable_tokens,
+        overhead_tokens: plan.overhead_tokens,
+        max_request_bytes: target.max_request_bytes,
+        headroom_bytes: target.headroom_bytes,
+        before: plan.before.clone(),
+        steps: plan.steps.clone(),
+        changes: c.describe_all(&l.session, &plan.edits),
+    };
+    Ok(Planned {
+        store: store_index,
+        report,
+        edits: plan.edits,
+    })
+}
+
 pub fn run(a: &CompactArgs) -> Result<ExitCode> {
     let mut e = Engine::open(&a.common)?;
-    let items = e.items(Some(&a.session))?;
-    if items.len() > 1 {
+    let single = a.session.is_some();
+    let items = e.items(a.session.as_deref())?;
+    if single && items.len() > 1 {
         bail!(
             "session {} is in {} stores ({}); pass the one store to compact",
-            a.session,
+            a.session.as_deref().unwrap_or_default(),
             items.len(),
             items
                 .iter()
@@ -25,75 +107,110 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
                 .join(", ")
         );
     }
-    let si = items[0].store;
-    let (guard, out_dir) = copies::guard_out(&e, &a.out)?;
-    let placed = copies::place(&e, &[si], &out_dir, &guard)?;
-    let dest = placed[0].1.clone();
-    let keep_turns = a.keep_turns;
-    let planned = e
-        .map(
-            &items,
-            |store, l| -> Result<(CompactReport, Vec<crate::edit::Edit>)> {
-                let o = &l.options;
-                let target = crate::treat::compact::Target {
-                    budget: o.budget.as_ref().ok().cloned(),
-                    max_request_bytes: o.max_request_bytes,
-                    headroom_bytes: crate::diagnose::headroom_bytes(o),
-                    keep_turns,
-                };
-                let c = store.copier();
-                let plan = crate::treat::compact::plan(c, &l.session, &target)?;
-                let report = CompactReport {
-                    session_id: l.session.id.clone(),
-                    source: store.path().display().to_string(),
-                    dest: dest.display().to_string(),
-                    dry_run: a.dry_run,
-                    written: false,
-                    fits: plan.fits,
-                    unreachable: plan.unreachable.clone(),
-                    budget: target.budget.clone(),
-                    budget_unknown: o.budget.as_ref().err().cloned(),
-                    usable_tokens: plan.usable_tokens,
-                    overhead_tokens: plan.overhead_tokens,
-                    max_request_bytes: target.max_request_bytes,
-                    headroom_bytes: target.headroom_bytes,
-                    before: plan.before.clone(),
-                    steps: plan.steps.clone(),
-                    changes: c.describe_all(&l.session, &plan.edits),
-                };
-                Ok((report, plan.edits))
-            },
-        )
-        .pop()
-        .flatten();
-    let Some(planned) = planned else {
+    let results = e.map(&items, |store, l| -> Option<Result<Planned>> {
+        if !single && !wants_compact(&l.findings) {
+            return None;
+        }
+        // The store index is set from the item below.
+        Some(plan_one(a, store, 0, &l))
+    });
+    let mut planned: Vec<Planned> = Vec::new();
+    for (it, r) in items.iter().zip(results) {
+        match r.flatten() {
+            Some(Ok(mut p)) => {
+                p.store = it.store;
+                planned.push(p);
+            }
+            Some(Err(err)) => e.problems.error(crate::error::InputError::from_anyhow(
+                e.stores[it.store].path(),
+                &err,
+            )),
+            None => {}
+        }
+    }
+    if single && planned.is_empty() {
         e.progress.finish();
         let p = std::mem::take(&mut e.problems);
         super::report_problems(a.common.format, &p);
-        bail!("session {} could not be read", a.session);
-    };
-    let (mut report, edits) = planned?;
-    let mut problems = std::mem::take(&mut e.problems);
-    if report.fits {
-        let rows = copies::write(
-            &e,
-            &out_dir,
-            vec![CopyPlan {
-                store: si,
-                dest,
-                edits,
-            }],
-            a.force,
-            a.dry_run,
-            &mut problems,
+        bail!(
+            "session {} could not be read",
+            a.session.as_deref().unwrap_or_default()
         );
-        report.written = rows.first().is_some_and(|r| r.written);
+    }
+    // One copy per store, holding the edits of all its sessions that fit
+    // and have something to change.
+    let mut stores: Vec<usize> = planned
+        .iter()
+        .filter(|p| p.report.fits && !p.edits.is_empty())
+        .map(|p| p.store)
+        .collect();
+    stores.sort_unstable();
+    stores.dedup();
+    let mut problems;
+    let mut copies_rows = Vec::new();
+    if stores.is_empty() {
+        problems = std::mem::take(&mut e.problems);
+    } else {
+        let (guard, out_dir) = copies::guard_out(&e, &a.out)?;
+        let placed = copies::place(&e, &stores, &out_dir, &guard)?;
+        let plans: Vec<CopyPlan> = placed
+            .iter()
+            .map(|(si, dest)| CopyPlan {
+                store: *si,
+                dest: dest.clone(),
+                edits: planned
+                    .iter()
+                    .filter(|p| p.store == *si && p.report.fits)
+                    .flat_map(|p| p.edits.iter().cloned())
+                    .collect(),
+            })
+            .collect();
+        problems = std::mem::take(&mut e.problems);
+        copies_rows = copies::write(&e, &out_dir, plans, a.force, a.dry_run, &mut problems);
+        for p in planned.iter_mut() {
+            if let Some(((_, dest), row)) = placed
+                .iter()
+                .zip(&copies_rows)
+                .find(|((si, _), _)| *si == p.store)
+            {
+                if p.report.fits && !p.edits.is_empty() {
+                    p.report.dest = dest.display().to_string();
+                    p.report.written = row.written;
+                }
+            }
+        }
     }
     e.progress.finish();
-    emit(exporter(a.common.format).compact(&report, &problems))?;
-    if let Some(why) = &report.unreachable {
-        eprintln!("session-doctor: the budget is not reachable: {why}; no copy written");
-        return Ok(finish(a.common.format, &problems, FINDINGS));
+    let unreachable = planned.iter().any(|p| p.report.unreachable.is_some());
+    for p in planned.iter().filter(|p| p.report.unreachable.is_some()) {
+        eprintln!(
+            "session-doctor: session {}: the budget is not reachable: {}; no copy written for it",
+            p.report.session_id,
+            p.report.unreachable.as_deref().unwrap_or_default()
+        );
     }
-    Ok(finish(a.common.format, &problems, HEALTHY))
+    if single {
+        let report = planned.pop().map(|p| p.report).expect("one session");
+        if report.nothing_to_change
+            && report.fits
+            && a.common.format == crate::cli::OutputFormat::Table
+        {
+            eprintln!(
+                "session-doctor: session {}: nothing to change (it fits and no finding asks for a change); no copy written",
+                report.session_id
+            );
+        }
+        emit(exporter(a.common.format).compact(&report, &problems))?;
+    } else {
+        let reports: Vec<CompactReport> = planned.into_iter().map(|p| p.report).collect();
+        if reports.is_empty() && a.common.format == crate::cli::OutputFormat::Table {
+            eprintln!("session-doctor: no session has a finding compact fixes; nothing written");
+        }
+        emit(exporter(a.common.format).compact_batch(&reports, &copies_rows, &problems))?;
+    }
+    Ok(finish(
+        a.common.format,
+        &problems,
+        if unreachable { FINDINGS } else { HEALTHY },
+    ))
 }

@@ -10,7 +10,20 @@ use std::process::ExitCode;
 
 pub fn run(a: &InspectArgs) -> Result<ExitCode> {
     let mut e = Engine::open(&a.common)?;
-    let items = e.items(Some(&a.session))?;
+    let items = e.items(a.session.as_deref())?;
+    if a.session.is_none() && items.len() > 1 {
+        e.progress.finish();
+        anyhow::bail!(
+            "{} sessions found; pass --session ID (an id or a unique prefix): {}",
+            items.len(),
+            items
+                .iter()
+                .take(10)
+                .map(|it| it.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let sessions: Vec<_> = e
         .map(&items, |_, l| rows::inspect_session(&l.session, a.top))
         .into_iter()

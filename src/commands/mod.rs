@@ -9,6 +9,7 @@ mod inspect;
 mod list;
 pub mod out;
 pub mod pipeline;
+pub mod remedy;
 mod repair;
 
 use crate::cli::{Cli, Command, OutputFormat};

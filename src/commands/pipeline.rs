@@ -37,6 +37,28 @@ pub struct Item {
     pub bytes: u64,
 }
 
+/// Up to five ids closest to `want` (the longest common prefix first, then
+/// the smallest edit distance), for "not found" messages.
+fn nearest<'a>(want: &str, ids: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut scored: Vec<(usize, usize, &str)> = ids
+        .map(|id| {
+            let common = id
+                .chars()
+                .zip(want.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            (usize::MAX - common, strsim::levenshtein(id, want), id)
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.2 == b.2);
+    scored
+        .into_iter()
+        .take(5)
+        .map(|(_, _, id)| id.to_string())
+        .collect()
+}
+
 /// A session loaded and diagnosed, handed to a command's function.
 pub struct Loaded {
     pub session: Session,
@@ -133,13 +155,11 @@ impl Engine {
                     let n = ids.len().max(1) as u64;
                     let bytes = store.input_bytes() / n;
                     for id in ids {
-                        if only.is_none_or(|o| o == id) {
-                            items.push(Item {
-                                store: i,
-                                id,
-                                bytes,
-                            });
-                        }
+                        items.push(Item {
+                            store: i,
+                            id,
+                            bytes,
+                        });
                     }
                 }
                 Err(e) => self
@@ -147,20 +167,50 @@ impl Engine {
                     .error(InputError::from_anyhow(store.path(), &e)),
             }
         }
-        if let Some(id) = only {
-            if items.is_empty() {
+        let Some(want) = only else {
+            return Ok(items);
+        };
+        // An exact id, else a unique prefix (as git takes commit ids).
+        let exact: Vec<Item> = items.iter().filter(|it| it.id == want).cloned().collect();
+        if !exact.is_empty() {
+            return Ok(exact);
+        }
+        let mut ids: Vec<&str> = items
+            .iter()
+            .filter(|it| it.id.starts_with(want))
+            .map(|it| it.id.as_str())
+            .collect();
+        ids.dedup();
+        match ids.len() {
+            1 => {
+                let id = ids[0].to_string();
+                Ok(items.into_iter().filter(|it| it.id == id).collect())
+            }
+            0 => {
                 self.progress.finish();
+                let near = nearest(want, items.iter().map(|it| it.id.as_str()));
                 bail!(
-                    "session {id} not found in {}",
+                    "session {want} not found in {}{}",
                     self.inputs
                         .iter()
                         .map(|p| p.display().to_string())
                         .collect::<Vec<_>>()
-                        .join(", ")
+                        .join(", "),
+                    if near.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; nearest ids: {}", near.join(", "))
+                    }
+                );
+            }
+            n => {
+                self.progress.finish();
+                bail!(
+                    "session {want} is ambiguous: {n} ids start with it ({}); give more of the id",
+                    ids.iter().take(10).copied().collect::<Vec<_>>().join(", ")
                 );
             }
         }
-        Ok(items)
     }
 
     /// Loads and diagnoses every item on the worker pool and maps it with

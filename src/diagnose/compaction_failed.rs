@@ -2,28 +2,47 @@
 //! was not cut. Kilo's summaries carry only a text part and zero tokens by
 //! design: that alone is not a failure.
 
-use super::{Code, Finding, Severity};
+use super::{Code, Finding, Fix, Severity};
 use crate::model::{Role, Session};
 
 pub fn check(s: &Session) -> Vec<Finding> {
     s.messages
         .iter()
-        .filter(|m| m.role == Role::Assistant && m.summary)
-        .filter_map(|m| {
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::Assistant && m.summary)
+        .filter_map(|(i, m)| {
             let e = m.error.as_ref()?;
-            let mut f = Finding::new(
-                Code::CompactionFailed,
-                Severity::Warning,
-                Some(&m.id),
-                format!(
-                    "compaction summary {} ended with {}{}; history before it was not cut",
-                    m.id,
-                    e.name,
-                    if e.message.is_empty() { String::new() } else { format!(": {}", e.message) }
+            let j = super::stored_failure::judge(s, i);
+            let (severity, detail, remedy) = match &j.resolved_by {
+                Some(r) => (
+                    Severity::Info,
+                    format!(
+                        "compaction summary {} ended with {}; resolved: {r}",
+                        m.id, e.name
+                    ),
+                    "none needed: the session no longer sends what failed",
                 ),
-                "the agent's own compaction cannot help: it resends the same history and fails again; shrink the session offline (`session-doctor compact`) before resuming",
-            )
-            .with("error_name", e.name.clone());
+                None => (
+                    Severity::Error,
+                    format!(
+                        "compaction summary {} ended with {}{}; history before it was not cut; the request that failed was ~{} bytes / {} tokens; a limit below that wedges it",
+                        m.id,
+                        e.name,
+                        if e.message.is_empty() { String::new() } else { format!(": {}", e.message) },
+                        j.failed_bytes,
+                        j.failed_tokens
+                    ),
+                    "the agent's own compaction cannot help: it resends the same history and fails again; shrink the session offline (`session-doctor compact`) before resuming",
+                ),
+            };
+            let mut f = Finding::new(Code::CompactionFailed, severity, Some(&m.id), detail, remedy)
+                .with("error_name", e.name.clone())
+                .with("failed_request_bytes", j.failed_bytes)
+                .with("failed_request_tokens", j.failed_tokens)
+                .with("next_request_bytes", j.next_bytes);
+            if let Some(r) = &j.resolved_by {
+                f = f.with("resolved_by", r.clone()).fixed_by(Fix::None);
+            }
             if let Some(c) = e.status_code {
                 f = f.with("status_code", c);
             }

@@ -17,6 +17,7 @@ mod parent_cycle;
 mod payload;
 mod stale_first_kept;
 mod stale_parent;
+pub mod stored_failure;
 mod torn_tail;
 mod unanswered_turns;
 mod unfinished_tool_call;
@@ -268,7 +269,7 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         code: Code::CompactionFailed,
-        severity: Severity::Warning,
+        severity: Severity::Error,
         summary: "a compaction summary that ended in an error",
         check: |s, _| compaction_failed::check(s),
     },
@@ -455,6 +456,7 @@ fn locate(s: &Session, findings: &mut [Finding]) {
     }
 }
 
+pub use compaction_loop::PROGRESS_RATIO;
 pub use dangling_parent::{
     dangling, orphan_references, suggested_parent as dangling_suggested_parent,
     suggested_parents as dangling_suggested_parents,

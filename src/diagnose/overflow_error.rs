@@ -5,7 +5,7 @@
 //! HTTP 413 -> wire, `error.code == "context_length_exceeded"` -> tokens),
 //! then case-insensitive substrings, media before wire before tokens.
 
-use super::{Code, Finding, Severity};
+use super::{Code, Finding, Fix, Severity};
 use crate::model::{Session, StoredError};
 use serde_json::Value;
 
@@ -18,6 +18,9 @@ pub enum OverflowKind {
     Wire,
     /// An image or PDF is over the provider's limits.
     Media,
+    /// The agent stored an overflow without saying of what (opencode stores
+    /// an HTTP 413 as `ContextOverflowError`): the request size tells.
+    Unknown,
 }
 
 impl OverflowKind {
@@ -26,6 +29,17 @@ impl OverflowKind {
             OverflowKind::Tokens => "tokens",
             OverflowKind::Wire => "wire",
             OverflowKind::Media => "media",
+            OverflowKind::Unknown => "unknown",
+        }
+    }
+
+    /// For sentences: `a tokens overflow`, `an overflow of unknown kind`.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            OverflowKind::Tokens => "a tokens overflow",
+            OverflowKind::Wire => "a wire (request size) overflow",
+            OverflowKind::Media => "a media overflow",
+            OverflowKind::Unknown => "an overflow of unknown kind",
         }
     }
 }
@@ -129,40 +143,62 @@ pub fn classify(e: &StoredError) -> Option<OverflowKind> {
             return Some(kind);
         }
     }
-    (e.name == "ContextOverflowError").then_some(OverflowKind::Tokens)
+    (e.name == "ContextOverflowError").then_some(OverflowKind::Unknown)
 }
 
 pub fn check(s: &Session) -> Vec<Finding> {
     s.messages
         .iter()
-        .filter_map(|m| {
+        .enumerate()
+        .filter_map(|(i, m)| {
             let e = m.error.as_ref()?;
             let kind = classify(e)?;
             // An overflow of the summary call itself: the agent's compaction is what fails.
             let during_compaction = m.summary;
+            let j = super::stored_failure::judge(s, i);
             let remedy = match (kind, during_compaction) {
+                _ if j.resolved_by.is_some() => "none needed: the session no longer sends what failed",
                 (_, true) => "the agent's own compaction overflowed and cannot help; shrink the session offline with `session-doctor compact` (strip media, truncate payload) before resuming",
                 (OverflowKind::Tokens, false) => "compaction can help: let the agent compact, or shrink offline with `session-doctor compact`",
-                (OverflowKind::Wire | OverflowKind::Media, false) => {
+                (OverflowKind::Wire | OverflowKind::Media | OverflowKind::Unknown, false) => {
                     "the agent's compaction resends the same body and fails too; strip media or truncate payload with `session-doctor compact`"
                 }
             };
-            let mut f = Finding::new(
-                Code::OverflowError,
-                Severity::Error,
-                Some(&m.id),
-                format!(
-                    "{} stored a {} overflow ({}{})",
+            let size = format!(
+                "the request that failed was ~{} bytes / {} tokens; a limit below that wedges it",
+                j.failed_bytes, j.failed_tokens
+            );
+            let detail = match &j.resolved_by {
+                Some(r) => format!(
+                    "{} stored {} ({}); resolved: {r}",
                     m.id,
-                    kind.as_str(),
+                    kind.phrase(),
+                    e.name
+                ),
+                None => format!(
+                    "{} stored {} ({}{}); {size}",
+                    m.id,
+                    kind.phrase(),
                     e.name,
                     if e.message.is_empty() { String::new() } else { format!(": {}", e.message) }
                 ),
+            };
+            let mut f = Finding::new(
+                Code::OverflowError,
+                if j.resolved_by.is_some() { Severity::Info } else { Severity::Error },
+                Some(&m.id),
+                detail,
                 remedy,
             )
             .with("kind", kind.as_str())
             .with("error_name", e.name.clone())
-            .with("during_compaction", during_compaction);
+            .with("during_compaction", during_compaction)
+            .with("failed_request_bytes", j.failed_bytes)
+            .with("failed_request_tokens", j.failed_tokens)
+            .with("next_request_bytes", j.next_bytes);
+            if let Some(r) = &j.resolved_by {
+                f = f.with("resolved_by", r.clone()).fixed_by(Fix::None);
+            }
             if let Some(c) = e.status_code {
                 f = f.with("status_code", c);
             }
@@ -260,9 +296,11 @@ mod tests {
             )),
             None
         );
+        // opencode stores an HTTP 413 as ContextOverflowError too: the kind
+        // is unknown until the request size tells.
         assert_eq!(
             classify(&err("ContextOverflowError", None, "", None)),
-            Some(OverflowKind::Tokens)
+            Some(OverflowKind::Unknown)
         );
     }
 }

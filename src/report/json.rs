@@ -38,6 +38,25 @@ impl Exporter for JsonExporter {
         s
     }
 
+    fn compact_batch(
+        &self,
+        sessions: &[CompactReport],
+        copies: &[CopyRow],
+        problems: &Problems,
+    ) -> String {
+        let mut v = json!({
+            "schema_version": SCHEMA_VERSION,
+            "dry_run": sessions.first().is_some_and(|s| s.dry_run),
+        });
+        v["sessions"] = serde_json::to_value(sessions).expect("serializes");
+        v["copies"] = serde_json::to_value(copies).expect("serializes");
+        v["errors"] = json!(problems.errors);
+        v["warnings"] = json!(problems.warnings);
+        let mut s = serde_json::to_string_pretty(&v).expect("serializes");
+        s.push('\n');
+        s
+    }
+
     fn repair(&self, report: &RepairReport, problems: &Problems) -> String {
         let mut v = json!({ "schema_version": SCHEMA_VERSION, "dry_run": report.dry_run });
         v["changes"] = serde_json::to_value(&report.changes).expect("serializes");

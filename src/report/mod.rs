@@ -165,6 +165,8 @@ pub struct CompactReport {
     pub fits: bool,
     /// Why the budget is not reachable, when it is not.
     pub unreachable: Option<String>,
+    /// The session fits and no finding asks for a change: no copy is written.
+    pub nothing_to_change: bool,
     pub budget: Option<crate::budget::Budget>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_unknown: Option<String>,
@@ -189,6 +191,13 @@ pub trait Exporter {
     fn check(&self, sessions: &[CheckSession], problems: &Problems) -> String;
     fn repair(&self, report: &RepairReport, problems: &Problems) -> String;
     fn compact(&self, report: &CompactReport, problems: &Problems) -> String;
+    /// `compact` without `--session`: one row per session, and the copies.
+    fn compact_batch(
+        &self,
+        sessions: &[CompactReport],
+        copies: &[CopyRow],
+        problems: &Problems,
+    ) -> String;
 }
 
 /// The exporter for `format`.

@@ -334,8 +334,70 @@ impl Exporter for TableExporter {
                 "dry run: would write {} from {}\n",
                 r.dest, r.source
             ));
+        } else if r.nothing_to_change {
+            out.push_str("nothing to change: the session fits and no finding asks for a change; no copy written\n");
         } else {
-            out.push_str("already fits: nothing to do\n");
+            out.push_str("no copy written\n");
+        }
+        out
+    }
+
+    fn compact_batch(
+        &self,
+        sessions: &[CompactReport],
+        copies: &[CopyRow],
+        _problems: &Problems,
+    ) -> String {
+        let mut out = String::new();
+        if sessions.is_empty() {
+            out.push_str("no session has a finding compact fixes: nothing to do\n");
+            return out;
+        }
+        let mut t = self.table(&[
+            "session",
+            "steps",
+            "next-turn tok",
+            "",
+            "request B",
+            "",
+            "fits",
+            "copy",
+        ]);
+        for r in sessions {
+            let last = r.steps.last().map_or(&r.before, |s| &s.after);
+            let steps: Vec<&str> = r.steps.iter().map(|s| s.step).collect();
+            t.add_row(vec![
+                r.session_id.clone(),
+                if steps.is_empty() {
+                    "-".into()
+                } else {
+                    steps.join(", ")
+                },
+                r.before.tokens_next_turn.to_string(),
+                format!("-> {}", last.tokens_next_turn),
+                r.before.request_bytes.to_string(),
+                format!("-> {}", last.request_bytes),
+                if r.fits { "yes".into() } else { "no".into() },
+                if r.written {
+                    r.dest.clone()
+                } else if r.unreachable.is_some() {
+                    "not written: the budget is not reachable".into()
+                } else if r.nothing_to_change {
+                    "nothing to change".into()
+                } else if r.dry_run {
+                    format!("dry run: {}", r.dest)
+                } else {
+                    "not written".into()
+                },
+            ]);
+        }
+        out.push_str(&format!("{t}\n"));
+        for c in copies {
+            let verb = if c.written { "wrote" } else { "would write" };
+            out.push_str(&format!(
+                "{verb} {} ({} change(s)) from {}\n",
+                c.dest, c.changes, c.source
+            ));
         }
         out
     }

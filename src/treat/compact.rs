@@ -41,7 +41,53 @@ pub struct Target {
     pub max_request_bytes: u64,
     /// Bytes kept for what the agent adds to each request.
     pub headroom_bytes: u64,
+    /// Keep only the last N user turns (cut-history always runs when set).
     pub keep_turns: Option<usize>,
+    /// What the session's findings ask for even when it already fits.
+    pub goals: Goals,
+}
+
+/// What a session's findings ask `compact` to do whatever the budget (so
+/// that the command a finding prints fixes it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Goals {
+    /// `media-in-history`: strip historical media (hermes-agent's rule: only
+    /// the newest media message keeps its media).
+    pub strip_media: bool,
+    /// `compaction-loop`: keep only what follows the latest summary ...
+    pub cut_history: bool,
+    /// ... and fewer turns until the next turn is under this many tokens
+    /// (95% of the last trigger: the agent would compact again above it).
+    pub below_tokens: Option<u64>,
+}
+
+impl Goals {
+    /// The goals of a session's findings: `media-in-history` strips media;
+    /// `compaction-loop` cuts history below 95% of its last trigger.
+    pub fn of(findings: &[crate::diagnose::Finding]) -> Goals {
+        use crate::diagnose::{Code, Severity};
+        let mut g = Goals::default();
+        for f in findings.iter().filter(|f| f.severity >= Severity::Warning) {
+            match f.code {
+                Code::MediaInHistory => g.strip_media = true,
+                Code::CompactionLoop => {
+                    g.cut_history = true;
+                    let last = f
+                        .figures
+                        .get("tokens")
+                        .and_then(|t| t.as_array())
+                        .and_then(|a| a.iter().rev().find_map(|x| x.as_u64()))
+                        .filter(|&t| t > 0);
+                    if let Some(t) = last {
+                        let below = (t as f64 * crate::diagnose::PROGRESS_RATIO) as u64;
+                        g.below_tokens = Some(g.below_tokens.map_or(below, |b| b.min(below)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        g
+    }
 }
 
 impl Target {
@@ -127,7 +173,8 @@ pub struct Plan {
 fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figures {
     let nt = next_turn(s, Some(overhead));
     let request_bytes = nt.wire_bytes.saturating_add(t.headroom_bytes);
-    let tokens_ok = t.budget.as_ref().is_none_or(|b| nt.tokens <= b.usable);
+    let tokens_ok = t.budget.as_ref().is_none_or(|b| nt.tokens <= b.usable)
+        && t.goals.below_tokens.is_none_or(|b| nt.tokens < b);
     Figures {
         tokens_estimated: nt.tokens_estimated,
         tokens_next_turn: nt.tokens,
@@ -500,7 +547,9 @@ pub fn plan(store: &dyn Applier, s: &Session, t: &Target) -> Result<Plan> {
     ];
     let always = store.replays_everything();
     for (name, step) in steps {
-        let forced = always && matches!(name, "strip-media" | "cut-history");
+        let forced = (always && matches!(name, "strip-media" | "cut-history"))
+            || (name == "strip-media" && t.goals.strip_media)
+            || (name == "cut-history" && (t.goals.cut_history || t.keep_turns.is_some()));
         if plan.fits && !forced {
             continue;
         }
@@ -521,6 +570,38 @@ pub fn plan(store: &dyn Applier, s: &Session, t: &Target) -> Result<Plan> {
             after,
         });
         plan.edits.extend(edits);
+    }
+    // A loop is broken only when the kept tail is below the trigger: keep
+    // fewer user turns until it is.
+    if !plan.fits && t.goals.below_tokens.is_some() && t.keep_turns.is_none() {
+        let turns = cur
+            .visible
+            .iter()
+            .filter(|&&i| cur.messages[i].is_prompt())
+            .count();
+        for n in (1..turns).rev() {
+            let edits = if store.cuts_with_summary() {
+                cut_with_summary(&cur, Some(n))
+            } else {
+                cut_history(&cur, Some(n))
+            };
+            if edits.is_empty() {
+                continue;
+            }
+            let next = store.apply(&cur, &edits)?;
+            let after = figures(&next, t, overhead, 0);
+            if after.fits || n == 1 {
+                plan.fits = after.fits;
+                plan.steps.push(StepReport {
+                    step: "cut-history",
+                    edits: edits.len(),
+                    after,
+                });
+                plan.edits.extend(edits);
+                cur = next;
+                break;
+            }
+        }
     }
     if !plan.fits {
         let last = plan.steps.last().map_or(&plan.before, |s| &s.after);

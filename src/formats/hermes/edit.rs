@@ -66,8 +66,8 @@ pub fn summary_content(note: &str, previous: Option<&str>) -> String {
 pub fn summary_body(text: &str) -> String {
     use super::parse::{LEGACY_SUMMARY_PREFIX, MERGED_SUMMARY_DELIMITER, SUMMARY_OPENING};
     let mut t = text.trim();
-    if let Some(i) = t.find(MERGED_SUMMARY_DELIMITER) {
-        t = t[i + MERGED_SUMMARY_DELIMITER.len()..].trim();
+    if let Some((_, after)) = t.split_once(MERGED_SUMMARY_DELIMITER) {
+        t = after.trim();
     }
     if t.starts_with(SUMMARY_OPENING) {
         t = t.split_once('\n').map_or("", |(_, b)| b).trim_start();

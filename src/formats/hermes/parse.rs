@@ -35,8 +35,8 @@ pub const MERGED_SUMMARY_DELIMITER: &str = "[END OF PRIOR CONTEXT — COMPACTION
 /// the prefixes, old or new.
 pub fn is_summary_text(text: &str) -> bool {
     let mut t = text.trim_start();
-    if let Some(i) = t.find(MERGED_SUMMARY_DELIMITER) {
-        t = t[i + MERGED_SUMMARY_DELIMITER.len()..].trim_start();
+    if let Some((_, after)) = t.split_once(MERGED_SUMMARY_DELIMITER) {
+        t = after.trim_start();
     }
     t.starts_with(SUMMARY_OPENING) || t.starts_with(LEGACY_SUMMARY_PREFIX)
 }

@@ -1,0 +1,117 @@
+//! The exact command that fixes a finding (`remedy_command`), printed with
+//! it so a person or a CI log can run it as is.
+//!
+//! - `repair` and `compact` name the store the session was read from, the
+//!   session, and an output folder beside the store's layout root:
+//!   `<copy base>.session-doctor/<session id>` (the copy base is the folder
+//!   the agent's layout starts at: the db's folder, the Claude Code config
+//!   dir, the Codex home), which is never inside an input or an agent's
+//!   session folder, so the guard lets it through, and one folder per
+//!   session, so two commands never collide.
+//! - `compact` carries the budget flags the check ran with (so it measures
+//!   the same), and for a stored failure the size of the request that
+//!   failed as `--max-request-bytes` (a limit below it wedged the session).
+
+use crate::cli::BudgetArgs;
+use crate::diagnose::{Finding, Fix, Severity};
+use crate::formats::Store;
+use crate::model::Session;
+use std::path::{Path, PathBuf};
+
+fn quote(p: &Path) -> String {
+    shell_words::quote(&p.display().to_string()).into_owned()
+}
+
+/// A folder name from a session id (ids are file-name safe in practice;
+/// anything else becomes `_`).
+fn safe(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Where the remedy of a finding of session `id` in `store` writes.
+pub fn out_dir(store: &dyn Store, id: &str) -> PathBuf {
+    let base = store.copier().copy_base();
+    let base = std::path::absolute(&base).unwrap_or(base);
+    let mut name = base
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| "sessions".into());
+    name.push(".session-doctor");
+    base.with_file_name(name).join(safe(id))
+}
+
+/// The budget flags of `b` that differ from the defaults.
+fn budget_flags(b: &BudgetArgs) -> Vec<String> {
+    let mut v = Vec::new();
+    if let (Some(c), Some(o)) = (b.context, b.max_output) {
+        v.push(format!("--context {c} --max-output {o}"));
+    }
+    if let Some(i) = b.input_limit {
+        v.push(format!("--input-limit {i}"));
+    }
+    if let Some(m) = &b.model {
+        v.push(format!("--model {}", shell_words::quote(m)));
+    }
+    if let Some(p) = &b.models_json {
+        v.push(format!("--models-json {}", quote(p)));
+    }
+    if (b.headroom - crate::diagnose::DEFAULT_HEADROOM).abs() > f64::EPSILON {
+        v.push(format!("--headroom {}", b.headroom));
+    }
+    v
+}
+
+/// Fills in `remedy_command` for the findings of `s` that a command fixes
+/// (at warning or above).
+pub fn fill(store: &dyn Store, s: &Session, findings: &mut [Finding], budget: &BudgetArgs) {
+    let out = out_dir(store, &s.id);
+    let head = |cmd: &str| {
+        format!(
+            "session-doctor {cmd} {} --session {} --out {}",
+            quote(store.path()),
+            shell_words::quote(&s.id),
+            quote(&out)
+        )
+    };
+    let failed = findings
+        .iter()
+        .filter(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning)
+        .filter_map(|f| {
+            f.figures
+                .get("failed_request_bytes")
+                .and_then(|v| v.as_u64())
+        })
+        .filter(|&b| b > 0)
+        .min();
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.severity >= Severity::Warning)
+    {
+        f.remedy_command = match f.fix {
+            Fix::None => None,
+            Fix::Repair => Some(head("repair")),
+            Fix::Compact => {
+                let mut c = head("compact");
+                for flag in budget_flags(budget) {
+                    c.push(' ');
+                    c.push_str(&flag);
+                }
+                let limit = failed.map_or(budget.max_request_bytes, |b| {
+                    b.min(budget.max_request_bytes)
+                });
+                if limit != crate::diagnose::DEFAULT_MAX_REQUEST_BYTES {
+                    c.push_str(&format!(" --max-request-bytes {limit}"));
+                }
+                Some(c)
+            }
+        };
+    }
+}
