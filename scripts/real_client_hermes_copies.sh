@@ -16,6 +16,7 @@
 #   fail against the same body limit;
 # - rotate_loop/keep-turns: `compact --keep-turns 1 --max-request-bytes 6500 --headroom 0.2` of the
 #   rotate_loop tip (an in-place compression written as hermes writes one);
+# - image_after_compress/strip-media: a historical inline image stripped to hermes' placeholder;
 # - derived/<fault>/repaired: the repaired copy of each derived fault, resumed at the chain's root.
 # Prints the largest request body of the wedged session before (unmodified) and after (compacted).
 set -euo pipefail
@@ -75,6 +76,23 @@ tip=20261123_152354_66b4fb
 sd compact "$REAL/hermes-gen/rotate_loop/state.db" --session "$tip" --out "$work/keep" \
   --max-request-bytes 6500 --headroom 0.2 --keep-turns 1
 cases+=("$work/keep/state.db" "$tip" --config "$REAL/hermes-gen/rotate_loop/config.yaml" --name rotate_loop/keep-turns)
+
+# Historical images stripped: a copy of image_after_compress with row 36 (an inline image, NUL-prefixed
+# JSON content) repeated as a newer turn, made with hermes' own SQLite (Python sqlite3), then compacted
+# under a 300,000-byte limit: row 36's image becomes hermes' placeholder in a row hermes must still index.
+img="$work/img-src"; mkdir -p "$img"
+cp "$REAL/hermes-gen/image_after_compress/state.db" "$img/state.db"; chmod u+w "$img/state.db"
+python3 - "$img/state.db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("INSERT INTO messages (session_id, role, content, timestamp, active, compacted) "
+          "SELECT session_id, role, content, timestamp + 100, 1, 0 FROM messages WHERE id = 36")
+c.commit(); c.execute("PRAGMA wal_checkpoint(TRUNCATE)"); c.close()
+PY
+tip=20261123_152528_e3af5b
+sd compact "$img/state.db" --session "$tip" --out "$work/img" --max-request-bytes 300000
+grep -q 'stripped after compression' "$work/sd.out" || { echo "FAIL: no image stripped" >&2; cat "$work/sd.out" >&2; exit 1; }
+cases+=("$work/img/state.db" "$tip" --config "$REAL/hermes-gen/image_after_compress/config.yaml" --name image_after_compress/strip-media)
 
 # The derived faults, repaired; resumed from the chain's root (or the surviving first session).
 for fault in closed_compression empty_continuation dangling_parent; do
