@@ -716,3 +716,34 @@ fn columns_are_read_by_name_in_an_older_layout() {
     assert_eq!(s[0]["tokens_total"]["output"], 7);
     assert_eq!(s[0]["messages"], 2);
 }
+
+#[test]
+fn a_running_hermes_wal_is_read_through_a_snapshot_and_left_alone() {
+    // hermes keeps state.db in WAL mode; while it runs, rows sit in -wal.
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let db = home.join("state.db");
+    std::fs::copy(hx("hermes/basic/state.db"), &db).unwrap();
+    let c = Connection::open(&db).unwrap();
+    c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    c.execute_batch(
+        "INSERT INTO sessions (id, source, started_at, input_tokens, output_tokens) VALUES ('20261201_000000_abcdef', 'cli', 1900000000, 11, 2);
+         INSERT INTO messages (session_id, role, content, timestamp) VALUES ('20261201_000000_abcdef', 'user', 'still in the wal', 1900000000);",
+    )
+    .unwrap();
+    assert!(home.join("state.db-wal").exists());
+    let before = snapshot(&home);
+    let s = list(&home);
+    let x = session(&s, "abcdef");
+    assert_eq!(x["messages"], 1);
+    assert_eq!(x["tokens_total"]["input"], 11);
+    let out = t.path().join("o");
+    bin()
+        .args(["repair", p(&home), "--out", p(&out)])
+        .assert()
+        .code(0);
+    assert!(verify_copy(&out.join("state.db"), "wal") > 0);
+    assert_eq!(snapshot(&home), before);
+    drop(c);
+}
