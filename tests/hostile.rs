@@ -678,6 +678,7 @@ impl Harness {
                 cwd: None,
                 expect,
                 names,
+                out_allowed: None,
             }
         };
         let bp = c.bad_path.clone();

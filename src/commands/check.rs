@@ -14,7 +14,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     let budget = &a.common.budget;
     let sessions: Vec<_> = e
         .map(&items, |store, mut l| {
-            super::remedy::fill(store, &l.session, &mut l.findings, budget);
+            super::remedy::fill(store, &mut l, budget);
             rows::check_session(&l.session, l.findings, &l.options)
         })
         .into_iter()

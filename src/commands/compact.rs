@@ -12,7 +12,7 @@ use super::copies::{self, CopyPlan};
 use super::pipeline::{Engine, Loaded};
 use super::{emit, finish};
 use crate::cli::CompactArgs;
-use crate::diagnose::{Code, Finding, Fix, Severity};
+use crate::diagnose::{Finding, Fix, Severity};
 use crate::edit::Edit;
 use crate::exit_codes::{FINDINGS, HEALTHY};
 use crate::formats::Store;
@@ -28,23 +28,6 @@ struct Planned {
     edits: Vec<Edit>,
 }
 
-/// The smallest request that failed and is still live (a stored failure
-/// whose finding is at warning or above): the copy must send less.
-fn failed_bytes(findings: &[Finding]) -> Option<u64> {
-    findings
-        .iter()
-        .filter(|f| {
-            matches!(f.code, Code::CompactionFailed | Code::OverflowError)
-                && f.severity >= Severity::Warning
-        })
-        .filter_map(|f| {
-            f.figures
-                .get("failed_request_bytes")
-                .and_then(|v| v.as_u64())
-        })
-        .min()
-}
-
 /// Whether a session has a finding `compact` fixes.
 pub fn wants_compact(findings: &[Finding]) -> bool {
     findings
@@ -53,14 +36,31 @@ pub fn wants_compact(findings: &[Finding]) -> bool {
 }
 
 fn plan_one(a: &CompactArgs, store: &dyn Store, store_index: usize, l: &Loaded) -> Result<Planned> {
+    let (report, edits) = plan_session(store, l, a.keep_turns, a.dry_run, None)?;
+    Ok(Planned {
+        store: store_index,
+        report,
+        edits,
+    })
+}
+
+/// The compaction of one loaded session (its findings give the goals),
+/// with `max_request_bytes` instead of the session's limit when given.
+/// Shared with `check`, which plans before it prints a compact command.
+pub(crate) fn plan_session(
+    store: &dyn Store,
+    l: &Loaded,
+    keep_turns: Option<usize>,
+    dry_run: bool,
+    max_request_bytes: Option<u64>,
+) -> Result<(CompactReport, Vec<Edit>)> {
     let o = &l.options;
-    let max_request_bytes =
-        failed_bytes(&l.findings).map_or(o.max_request_bytes, |b| b.min(o.max_request_bytes));
+    let max_request_bytes = max_request_bytes.unwrap_or(o.max_request_bytes);
     let target = Target {
         budget: o.budget.as_ref().ok().cloned(),
         max_request_bytes,
         headroom_bytes: (max_request_bytes as f64 * o.headroom).round() as u64,
-        keep_turns: a.keep_turns,
+        keep_turns,
         goals: Goals::of(&l.findings),
     };
     let c = store.copier();
@@ -69,7 +69,7 @@ fn plan_one(a: &CompactArgs, store: &dyn Store, store_index: usize, l: &Loaded) 
         session_id: l.session.id.clone(),
         source: store.path().display().to_string(),
         dest: String::new(),
-        dry_run: a.dry_run,
+        dry_run,
         written: false,
         fits: plan.fits,
         unreachable: plan.unreachable.clone(),
@@ -84,11 +84,7 @@ fn plan_one(a: &CompactArgs, store: &dyn Store, store_index: usize, l: &Loaded) 
         steps: plan.steps.clone(),
         changes: c.describe_all(&l.session, &plan.edits),
     };
-    Ok(Planned {
-        store: store_index,
-        report,
-        edits: plan.edits,
-    })
+    Ok((report, plan.edits))
 }
 
 pub fn run(a: &CompactArgs) -> Result<ExitCode> {
@@ -106,6 +102,13 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+    }
+    // A dangerous --out is refused before anything is read, even when
+    // nothing turns out to need a change.
+    let (guard, out_dir) = copies::guard_out(&e, &a.out)?;
+    if single {
+        let only: Vec<usize> = items.iter().map(|it| it.store).collect();
+        copies::place(&e, &only, &out_dir, &guard)?;
     }
     let results = e.map(&items, |store, l| -> Option<Result<Planned>> {
         if !single && !wants_compact(&l.findings) {
@@ -151,7 +154,6 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
     if stores.is_empty() {
         problems = std::mem::take(&mut e.problems);
     } else {
-        let (guard, out_dir) = copies::guard_out(&e, &a.out)?;
         let placed = copies::place(&e, &stores, &out_dir, &guard)?;
         let plans: Vec<CopyPlan> = placed
             .iter()

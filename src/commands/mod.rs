@@ -3,7 +3,7 @@
 //! report (and, for `repair` and `compact`, write copies).
 
 mod check;
-mod compact;
+pub(crate) mod compact;
 mod copies;
 mod inspect;
 mod list;

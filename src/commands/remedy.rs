@@ -12,10 +12,10 @@
 //!   the same), and for a stored failure the size of the request that
 //!   failed as `--max-request-bytes` (a limit below it wedged the session).
 
+use super::pipeline::Loaded;
 use crate::cli::BudgetArgs;
-use crate::diagnose::{Finding, Fix, Severity};
+use crate::diagnose::{Fix, Severity};
 use crate::formats::Store;
-use crate::model::Session;
 use std::path::{Path, PathBuf};
 
 fn quote(p: &Path) -> String {
@@ -36,8 +36,9 @@ fn safe(id: &str) -> String {
         .collect()
 }
 
-/// Where the remedy of a finding of session `id` in `store` writes.
-pub fn out_dir(store: &dyn Store, id: &str) -> PathBuf {
+/// Where the `command` (`repair`, `compact`) remedy of session `id` in
+/// `store` writes: `<copy base>.session-doctor/<command>/<id>`.
+pub fn out_dir(store: &dyn Store, command: &str, id: &str) -> PathBuf {
     let base = store.copier().copy_base();
     let base = std::path::absolute(&base).unwrap_or(base);
     let mut name = base
@@ -45,7 +46,7 @@ pub fn out_dir(store: &dyn Store, id: &str) -> PathBuf {
         .map(|n| n.to_os_string())
         .unwrap_or_else(|| "sessions".into());
     name.push(".session-doctor");
-    base.with_file_name(name).join(safe(id))
+    base.with_file_name(name).join(command).join(safe(id))
 }
 
 /// The budget flags of `b` that differ from the defaults.
@@ -69,49 +70,83 @@ fn budget_flags(b: &BudgetArgs) -> Vec<String> {
     v
 }
 
-/// Fills in `remedy_command` for the findings of `s` that a command fixes
-/// (at warning or above).
-pub fn fill(store: &dyn Store, s: &Session, findings: &mut [Finding], budget: &BudgetArgs) {
-    let out = out_dir(store, &s.id);
+/// Fills in `remedy_command` for the findings of `l` that a command fixes
+/// (at warning or above). A compact command is printed only after planning
+/// it: when compact cannot reach what the findings ask, the finding says
+/// why instead. A stored failure of the request size suggests its size as
+/// `--max-request-bytes` when that limit is reachable.
+pub fn fill(store: &dyn Store, l: &mut Loaded, budget: &BudgetArgs) {
+    let id = l.session.id.clone();
     let head = |cmd: &str| {
         format!(
             "session-doctor {cmd} {} --session {} --out {}",
             quote(store.path()),
-            shell_words::quote(&s.id),
-            quote(&out)
+            shell_words::quote(&id),
+            quote(&out_dir(store, cmd, &id))
         )
     };
-    let failed = findings
+    let wants_compact = l
+        .findings
         .iter()
-        .filter(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning)
-        .filter_map(|f| {
-            f.figures
-                .get("failed_request_bytes")
-                .and_then(|v| v.as_u64())
-        })
-        .filter(|&b| b > 0)
-        .min();
-    for f in findings
+        .any(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning);
+    let mut compact_cmd: Result<String, String> = Err(String::new());
+    if wants_compact {
+        let mut c = head("compact");
+        for flag in budget_flags(budget) {
+            c.push(' ');
+            c.push_str(&flag);
+        }
+        let failed = l
+            .findings
+            .iter()
+            .filter(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning)
+            .filter(|f| f.figures.get("judged_by").and_then(|v| v.as_str()) == Some("bytes"))
+            .filter_map(|f| {
+                f.figures
+                    .get("failed_request_bytes")
+                    .and_then(|v| v.as_u64())
+            })
+            .filter(|&b| b > 0)
+            .min()
+            .filter(|&b| b < budget.max_request_bytes);
+        let user_limit = (budget.max_request_bytes != crate::diagnose::DEFAULT_MAX_REQUEST_BYTES)
+            .then_some(budget.max_request_bytes);
+        let lref: &Loaded = l;
+        let plan = |limit: Option<u64>| -> Result<(), String> {
+            let (r, _) = super::compact::plan_session(store, lref, None, true, limit)
+                .map_err(|e| format!("{e:#}"))?;
+            match (r.unreachable, r.nothing_to_change) {
+                (Some(why), _) => Err(why),
+                (None, true) => Err("it would change nothing".into()),
+                (None, false) => Ok(()),
+            }
+        };
+        compact_cmd = match failed.map(|b| (b, plan(Some(b)))) {
+            Some((b, Ok(()))) => Ok(format!("{c} --max-request-bytes {b}")),
+            _ => plan(user_limit).map(|()| match user_limit {
+                Some(u) => format!("{c} --max-request-bytes {u}"),
+                None => c,
+            }),
+        };
+    }
+    for f in l
+        .findings
         .iter_mut()
         .filter(|f| f.severity >= Severity::Warning)
     {
         f.remedy_command = match f.fix {
             Fix::None => None,
             Fix::Repair => Some(head("repair")),
-            Fix::Compact => {
-                let mut c = head("compact");
-                for flag in budget_flags(budget) {
-                    c.push(' ');
-                    c.push_str(&flag);
+            Fix::Compact => match &compact_cmd {
+                Ok(c) => Some(c.clone()),
+                Err(why) => {
+                    f.remedy = format!(
+                        "{} (session-doctor compact cannot do it here: {why})",
+                        f.remedy
+                    );
+                    None
                 }
-                let limit = failed.map_or(budget.max_request_bytes, |b| {
-                    b.min(budget.max_request_bytes)
-                });
-                if limit != crate::diagnose::DEFAULT_MAX_REQUEST_BYTES {
-                    c.push_str(&format!(" --max-request-bytes {limit}"));
-                }
-                Some(c)
-            }
+            },
         };
     }
 }

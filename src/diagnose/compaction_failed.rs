@@ -12,7 +12,11 @@ pub fn check(s: &Session) -> Vec<Finding> {
         .filter(|(_, m)| m.role == Role::Assistant && m.summary)
         .filter_map(|(i, m)| {
             let e = m.error.as_ref()?;
-            let j = super::stored_failure::judge(s, i);
+            // Only an overflow is about size: another failure (a 400 on
+            // something in the history) is not fixed by shrinking.
+            let kind = super::overflow_error::classify(e);
+            let by_tokens = kind == Some(super::overflow_error::OverflowKind::Tokens);
+            let j = super::stored_failure::judge(s, i, by_tokens);
             let (severity, detail, remedy) = match &j.resolved_by {
                 Some(r) => (
                     Severity::Info,
@@ -39,7 +43,17 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 .with("error_name", e.name.clone())
                 .with("failed_request_bytes", j.failed_bytes)
                 .with("failed_request_tokens", j.failed_tokens)
-                .with("next_request_bytes", j.next_bytes);
+                .with("next_request_bytes", j.next_bytes)
+                .with("next_request_tokens", j.next_tokens)
+                .with("judged_by", if j.by_tokens { "tokens" } else { "bytes" })
+                .with("overflow", kind.map(|k| k.as_str()));
+            if kind.is_none() && j.resolved_by.is_none() {
+                f.remedy = format!(
+                    "the summary call failed with {} (not a size overflow): shrinking the session does not address it; read the stored error, fix its cause, then let the agent compact again",
+                    e.name
+                );
+                f = f.fixed_by(Fix::None);
+            }
             if let Some(r) = &j.resolved_by {
                 f = f.with("resolved_by", r.clone()).fixed_by(Fix::None);
             }

@@ -155,23 +155,36 @@ fn unjudged(s: &Session) -> Option<Finding> {
     )
 }
 
+/// A chain is over (history, `info`) when another compaction came after it:
+/// a later chain, or a manual compaction (`session-doctor compact` writes
+/// its own as manual ones where the agent keeps every summary).
 fn judged(s: &Session) -> Vec<Finding> {
-    chains(s)
-        .into_iter()
+    let all = chains(s);
+    let last_compaction = (0..s.messages.len())
+        .rev()
+        .find(|&i| s.messages[i].compaction().is_some_and(|c| !c.unjudged));
+    all.into_iter()
         .filter(|c| c.stalls > 0)
         .map(|c| {
-            let last = &s.messages[*c.compactions.last().expect("chain is never empty")];
+            let end = *c.compactions.last().expect("chain is never empty");
+            let over = last_compaction.is_some_and(|l| l > end);
+            let last = &s.messages[end];
             let mut f = Finding::new(
                 Code::CompactionLoop,
-                Severity::Error,
+                if over { Severity::Info } else { Severity::Error },
                 Some(&last.id),
                 format!(
-                    "{} automatic compactions in a row, {} without progress (trigger tokens {:?})",
+                    "{} automatic compactions in a row, {} without progress (trigger tokens {:?}){}",
                     c.compactions.len(),
                     c.stalls,
-                    c.tokens
+                    c.tokens,
+                    if over { "; over: a later compaction ended the chain" } else { "" }
                 ),
-                "the agent will compact again on resume; shrink the session offline (`session-doctor compact`) or switch to a model with a larger context",
+                if over {
+                    "none needed: the loop ended"
+                } else {
+                    "the agent will compact again on resume; cut history offline below the trigger (`session-doctor compact`) or switch to a model with a larger context"
+                },
             )
             .with("compactions", c.compactions.len())
             .with("stalls", c.stalls)
@@ -180,6 +193,9 @@ fn judged(s: &Session) -> Vec<Finding> {
                 "compaction_ids",
                 c.compactions.iter().map(|&i| s.messages[i].id.clone()).collect::<Vec<_>>(),
             );
+            if over {
+                f = f.fixed_by(crate::diagnose::Fix::None);
+            }
             if c.post_tokens.iter().any(Option::is_some) {
                 f = f.with("post_tokens", c.post_tokens.clone()).with(
                     "no_progress_ids",

@@ -155,7 +155,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             let kind = classify(e)?;
             // An overflow of the summary call itself: the agent's compaction is what fails.
             let during_compaction = m.summary;
-            let j = super::stored_failure::judge(s, i);
+            let j = super::stored_failure::judge(s, i, kind == OverflowKind::Tokens);
             let remedy = match (kind, during_compaction) {
                 _ if j.resolved_by.is_some() => "none needed: the session no longer sends what failed",
                 (_, true) => "the agent's own compaction overflowed and cannot help; shrink the session offline with `session-doctor compact` (strip media, truncate payload) before resuming",
@@ -195,7 +195,9 @@ pub fn check(s: &Session) -> Vec<Finding> {
             .with("during_compaction", during_compaction)
             .with("failed_request_bytes", j.failed_bytes)
             .with("failed_request_tokens", j.failed_tokens)
-            .with("next_request_bytes", j.next_bytes);
+            .with("next_request_bytes", j.next_bytes)
+            .with("next_request_tokens", j.next_tokens)
+            .with("judged_by", if j.by_tokens { "tokens" } else { "bytes" });
             if let Some(r) = &j.resolved_by {
                 f = f.with("resolved_by", r.clone()).fixed_by(Fix::None);
             }

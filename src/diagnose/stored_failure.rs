@@ -19,30 +19,43 @@ use crate::model::{Role, Session};
 pub struct Judged {
     /// Estimated bytes of the request that failed (history as sent).
     pub failed_bytes: u64,
-    /// Estimated tokens of the request that failed.
+    /// Tokens of the request that failed: the last count the provider
+    /// reported before it, or the estimate of the history, the larger.
     pub failed_tokens: u64,
     /// Bytes of the next request's history now.
     pub next_bytes: u64,
+    /// Tokens of the next request now.
+    pub next_tokens: u64,
+    /// Whether size is measured in tokens (a context-window overflow)
+    /// rather than bytes (a body-size limit, or an unknown cause).
+    pub by_tokens: bool,
     /// What resolved it, when it is resolved.
     pub resolved_by: Option<String>,
 }
 
-/// Judges the failure stored on message `i` of `s`.
-pub fn judge(s: &Session, i: usize) -> Judged {
+/// Judges the failure stored on message `i` of `s`; `by_tokens`: the
+/// failure was a context-window overflow (compare tokens, not bytes).
+pub fn judge(s: &Session, i: usize, by_tokens: bool) -> Judged {
+    // What the agent sent then: the history since the last summary that
+    // succeeded before it (the summary included), main history only. Later
+    // changes (a compaction after it) do not change this estimate.
+    let start = s.messages[..i]
+        .iter()
+        .rposition(|m| m.summary && m.error.is_none())
+        .unwrap_or(0);
     let mut failed_bytes = 0u64;
     let mut failed_tokens = 0u64;
-    for &k in s.visible.iter().filter(|&&k| k < i) {
-        let m = &s.messages[k];
+    for m in s.messages[start..i].iter().filter(|m| !m.sidechain) {
         failed_bytes = failed_bytes.saturating_add(m.wire_bytes());
         failed_tokens = failed_tokens.saturating_add(m.tokens_estimated());
     }
-    // Nothing visible before it (the view moved on): everything before it.
-    if failed_bytes == 0 {
-        for m in &s.messages[..i] {
-            failed_bytes = failed_bytes.saturating_add(m.wire_bytes());
-            failed_tokens = failed_tokens.saturating_add(m.tokens_estimated());
-        }
-    }
+    let reported = s.messages[..i]
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage.is_zero())
+        .map(|m| m.usage.overflow_count())
+        .unwrap_or(0);
+    let failed_tokens = failed_tokens.max(reported);
     let next = crate::sizing::next_turn(s, None);
     let succeeded_after = s.messages[i + 1..]
         .iter()
@@ -60,7 +73,12 @@ pub fn judge(s: &Session, i: usize) -> Judged {
         ))
     } else if let Some(m) = succeeded_after {
         Some(format!("reply {} succeeded after it", m.id))
-    } else if next.wire_bytes < failed_bytes {
+    } else if by_tokens && next.tokens < failed_tokens {
+        Some(format!(
+            "the next request is smaller ({} tokens against the ~{failed_tokens} that failed)",
+            next.tokens
+        ))
+    } else if !by_tokens && next.wire_bytes < failed_bytes {
         Some(format!(
             "the next request is smaller ({} bytes of history against the ~{failed_bytes} that failed)",
             next.wire_bytes
@@ -72,6 +90,8 @@ pub fn judge(s: &Session, i: usize) -> Judged {
         failed_bytes,
         failed_tokens,
         next_bytes: next.wire_bytes,
+        next_tokens: next.tokens,
+        by_tokens,
         resolved_by,
     }
 }

@@ -11,7 +11,7 @@
 //! assistant (with its error) for every turn, and Claude Code writes local
 //! commands (`/model`, `/exit`) as user lines nobody answers.
 
-use super::{Code, Finding, Severity};
+use super::{Code, Finding, Fix, Severity};
 use crate::model::{Agent, Role, Session};
 
 /// Indexes of the user turns at the end of the visible view that no
@@ -49,6 +49,27 @@ pub fn check(s: &Session) -> Vec<Finding> {
         return Vec::new();
     };
     let visible_bytes: u64 = s.visible.iter().map(|&i| s.messages[i].wire_bytes()).sum();
+    // Judged by the present: a history `session-doctor compact` rewrote is
+    // no longer the one every request of those turns failed with.
+    let rewritten = s
+        .visible
+        .iter()
+        .any(|&i| s.messages[i].parts.iter().any(|p| p.rewritten));
+    if rewritten {
+        return vec![Finding::new(
+            Code::UnansweredTurns,
+            Severity::Info,
+            Some(&s.messages[*idx.last().expect("two or more")].id),
+            format!(
+                "the history ends with {} user messages that got no reply; resolved: session-doctor compact rewrote the history since ({visible_bytes} bytes now)",
+                idx.len()
+            ),
+            "none needed: resume the session",
+        )
+        .fixed_by(Fix::None)
+        .with("unanswered", idx.len())
+        .with("visible_bytes", visible_bytes)];
+    }
     vec![Finding::new(
         Code::UnansweredTurns,
         Severity::Error,
@@ -69,5 +90,8 @@ pub fn check(s: &Session) -> Vec<Finding> {
     )
     .with("largest_message_id", largest.id.clone())
     .with("largest_message_bytes", largest.wire_bytes())
-    .with("visible_bytes", visible_bytes)]
+    .with("visible_bytes", visible_bytes)
+    // Every request of those turns sent (at least) this history.
+    .with("failed_request_bytes", visible_bytes)
+    .with("judged_by", "bytes")]
 }

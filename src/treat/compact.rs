@@ -57,8 +57,12 @@ pub struct Goals {
     /// `compaction-loop`: keep only what follows the latest summary ...
     pub cut_history: bool,
     /// ... and fewer turns until the next turn is under this many tokens
-    /// (95% of the last trigger: the agent would compact again above it).
+    /// (95% of the last trigger: the agent would compact again above it;
+    /// also a live stored overflow of the context window).
     pub below_tokens: Option<u64>,
+    /// A live stored failure of the request size: the next request's
+    /// history must be under this many bytes (the one that failed).
+    pub below_history_bytes: Option<u64>,
 }
 
 impl Goals {
@@ -70,6 +74,30 @@ impl Goals {
         for f in findings.iter().filter(|f| f.severity >= Severity::Warning) {
             match f.code {
                 Code::MediaInHistory => g.strip_media = true,
+                Code::CompactionFailed | Code::OverflowError | Code::UnansweredTurns
+                    if f.fix == crate::diagnose::Fix::Compact =>
+                {
+                    let by_tokens =
+                        f.figures.get("judged_by").and_then(|v| v.as_str()) == Some("tokens");
+                    let key = if by_tokens {
+                        "failed_request_tokens"
+                    } else {
+                        "failed_request_bytes"
+                    };
+                    if let Some(n) = f
+                        .figures
+                        .get(key)
+                        .and_then(|v| v.as_u64())
+                        .filter(|&n| n > 0)
+                    {
+                        if by_tokens {
+                            g.below_tokens = Some(g.below_tokens.map_or(n, |b| b.min(n)));
+                        } else {
+                            g.below_history_bytes =
+                                Some(g.below_history_bytes.map_or(n, |b| b.min(n)));
+                        }
+                    }
+                }
                 Code::CompactionLoop => {
                     g.cut_history = true;
                     let last = f
@@ -174,7 +202,10 @@ fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figu
     let nt = next_turn(s, Some(overhead));
     let request_bytes = nt.wire_bytes.saturating_add(t.headroom_bytes);
     let tokens_ok = t.budget.as_ref().is_none_or(|b| nt.tokens <= b.usable)
-        && t.goals.below_tokens.is_none_or(|b| nt.tokens < b);
+        && t.goals.below_tokens.is_none_or(|b| nt.tokens < b)
+        && t.goals
+            .below_history_bytes
+            .is_none_or(|b| nt.wire_bytes < b);
     Figures {
         tokens_estimated: nt.tokens_estimated,
         tokens_next_turn: nt.tokens,
@@ -573,7 +604,10 @@ pub fn plan(store: &dyn Applier, s: &Session, t: &Target) -> Result<Plan> {
     }
     // A loop is broken only when the kept tail is below the trigger: keep
     // fewer user turns until it is.
-    if !plan.fits && t.goals.below_tokens.is_some() && t.keep_turns.is_none() {
+    if !plan.fits
+        && (t.goals.below_tokens.is_some() || t.goals.below_history_bytes.is_some())
+        && t.keep_turns.is_none()
+    {
         let turns = cur
             .visible
             .iter()

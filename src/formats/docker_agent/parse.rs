@@ -577,6 +577,15 @@ pub fn message_item(
             0,
         ));
     }
+    // Text that session-doctor compact left in place of what it cut.
+    let marked = crate::measure::has_compact_marker(content)
+        || mc
+            .into_iter()
+            .flatten()
+            .any(|p| str_at(p, "text").is_some_and(crate::measure::has_compact_marker));
+    if marked {
+        parts.iter_mut().for_each(|p| p.rewritten = true);
+    }
     // The JSON around the content goes with the first part.
     let counted: u64 = parts.iter().map(|p| p.wire_bytes).sum();
     if let Some(first) = parts.first_mut() {

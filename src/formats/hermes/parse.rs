@@ -983,6 +983,16 @@ pub fn parse_row(
     for p in parts.iter_mut().filter(|p| p.payload_bytes > stored) {
         p.payload_bytes = stored;
     }
+    // Text `session-doctor compact` wrote where it cut or stripped something.
+    if row
+        .content
+        .as_deref()
+        .is_some_and(crate::measure::has_compact_marker)
+    {
+        for p in parts.iter_mut().filter(|p| p.kind != PartKind::Compaction) {
+            p.rewritten = true;
+        }
+    }
     let time = ms(row.timestamp);
     let m = Message {
         id,
