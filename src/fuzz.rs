@@ -29,8 +29,11 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
+/// A fuzz target.
+pub type Target = fn(&[u8]);
+
 /// Every target, by name (the names of the cargo-fuzz targets and corpora).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("opencode_message", opencode_message),
     ("opencode_part", opencode_part),
     ("legacy_file", legacy_file),
@@ -45,7 +48,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
 ];
 
 /// The target named `name`.
-pub fn target(name: &str) -> Option<fn(&[u8])> {
+pub fn target(name: &str) -> Option<Target> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
@@ -67,7 +70,10 @@ const REPAIRED_CODES: &[&str] = &[
 
 /// A small valid opencode session (user turn, assistant reply) the parser
 /// targets put their message or part into.
-fn opencode_template() -> Vec<(String, Value, Vec<(String, Value)>)> {
+/// (message id, message JSON, its parts as (part id, part JSON)).
+type TemplateMessage = (String, Value, Vec<(String, Value)>);
+
+fn opencode_template() -> Vec<TemplateMessage> {
     vec![
         (
             "msg_a".into(),
@@ -545,9 +551,31 @@ fn compact_target(len: usize) -> crate::treat::compact::Target {
         budget: None,
         max_request_bytes: o.max_request_bytes,
         headroom_bytes: crate::diagnose::headroom_bytes(&o),
-        keep_turns: (len % 3 == 0).then_some(1),
+        keep_turns: len.is_multiple_of(3).then_some(1),
         goals: Default::default(),
     }
+}
+
+/// What kind of error `e` is, without paths, ids or numbers (the panic's
+/// first line, which names a crash): the text after the last `): ` (or
+/// `: `), digits replaced by `N`, at most 80 characters.
+fn error_class(e: &anyhow::Error) -> String {
+    let full = format!("{e:#}");
+    let tail = full
+        .rsplit_once("): ")
+        .or_else(|| full.rsplit_once(": "))
+        .map_or(full.as_str(), |(_, t)| t);
+    let mut out = String::new();
+    for c in tail.chars().take(80) {
+        if c.is_ascii_digit() {
+            if !out.ends_with('N') {
+                out.push('N');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Runs the pipeline on the store at `input` (inside `sc.src()`); with
@@ -583,7 +611,11 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
             // (`compact` exits 2 on it).
             let p = match crate::treat::compact::plan(cp, s, &t) {
                 Ok(p) => p,
-                Err(e) => panic!("compact cannot plan a loaded session\n{}: {e:#}", s.id),
+                Err(e) => panic!(
+                    "compact cannot plan a loaded session: {}\n{}: {e:#}",
+                    error_class(&e),
+                    s.id
+                ),
             };
             let _ = cp.describe_all(s, &p.edits);
             p.fits.then_some(p.edits)
@@ -598,7 +630,8 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
         }
         if let Err(e) = cp.write_copy(&dest, &repair_edits, false) {
             panic!(
-                "the repaired copy could not be written\n{}: {e:#}\nedits: {repair_edits:?}",
+                "the repaired copy could not be written: {}\n{}: {e:#}\nedits: {repair_edits:?}",
+                error_class(&e),
                 store.path().display()
             );
         }
@@ -626,7 +659,8 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
             }
             if let Err(e) = cp.write_copy(&dest, &edits, false) {
                 panic!(
-                    "the compacted copy could not be written\n{}: {e:#}\nedits: {edits:?}",
+                    "the compacted copy could not be written: {}\n{}: {e:#}\nedits: {edits:?}",
+                    error_class(&e),
                     store.path().display()
                 );
             }

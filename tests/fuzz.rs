@@ -1,11 +1,12 @@
 //! Stable-toolchain fuzzing inside `cargo test` (issue 7): one test per
 //! target of `session_doctor::fuzz`. Each test runs the seed corpus made from
-//! the real fixtures (plus `fuzz/corpus/<target>/` when present), then
+//! the real fixtures (plus `$SD_FUZZ_EXTRA_CORPUS/<target>/` when set), then
 //! mutates the seeds for `SD_FUZZ_SECS` seconds (default 2; CI sets 60):
 //! byte, line and JSON mutations that keep inputs near valid shapes (ids
 //! re-used from elsewhere in the input make cycles, dangling and stale
 //! parents, duplicated lines make duplicate ids, cut tails make torn lines).
-//! `SD_FUZZ_SEED` fixes the random seed (printed by every run). A crash is
+//! `SD_FUZZ_SEED` fixes the random seed (printed by every run; without it
+//! and without `SD_FUZZ_SECS` the seed is fixed, so `cargo test` repeats). A crash is
 //! saved to `target/tmp/fuzz-crashes/<target>-<hash>.bin` and fails the test,
 //! unless its signature (`<source file>: <panic message>`) is listed in
 //! `tests/fuzz_crashes/known.txt`: a crash found earlier, reported and not
@@ -133,12 +134,18 @@ impl Rng {
     }
 }
 
-/// (`SD_FUZZ_SEED` or the clock, the target's own seed derived from it).
+/// The run's seed and the target's own seed derived from it. `SD_FUZZ_SEED`
+/// when set; else the clock when `SD_FUZZ_SECS` is set (a long run explores);
+/// else a fixed seed, so a plain `cargo test` runs the same mutations every
+/// time (a slower machine runs a prefix of them).
 fn seed_of(name: &str) -> (u64, u64) {
     let base = std::env::var("SD_FUZZ_SEED")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
         .unwrap_or_else(|| {
+            if std::env::var_os("SD_FUZZ_SECS").is_none() {
+                return 0x5d_f0cc_0007;
+            }
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos() as u64)
@@ -475,20 +482,22 @@ fn mutate(rng: &mut Rng, input: &[u8], other: &[u8]) -> Vec<u8> {
     data
 }
 
-/// Seeds of `name`: from the fixtures, plus a grown libFuzzer corpus.
+/// Seeds of `name`: from the fixtures, plus the files of
+/// `$SD_FUZZ_EXTRA_CORPUS/<name>/` when set (e.g. `fuzz/run-corpus`, what
+/// libFuzzer grew), at most 2000 of them.
 fn corpus(name: &str) -> Vec<Vec<u8>> {
     let mut seeds = session_doctor::fuzz::seeds(name, &fixtures());
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
-        .join(name);
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-        files.sort();
-        for f in files.into_iter().take(1000) {
-            if let Ok(b) = std::fs::read(&f) {
-                if !seeds.contains(&b) {
-                    seeds.push(b);
-                }
+    let Some(extra) = std::env::var_os("SD_FUZZ_EXTRA_CORPUS").map(PathBuf::from) else {
+        return seeds;
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(extra.join(name))
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    for f in files.into_iter().take(2000) {
+        if let Ok(b) = std::fs::read(&f) {
+            if !seeds.contains(&b) {
+                seeds.push(b);
             }
         }
     }
@@ -747,7 +756,7 @@ fn fuzz_minimize() {
     let (sig, full) = call(target, &cur).expect_err("the input does not crash");
     println!(
         "signature: {sig}\npanic: {}",
-        full.lines().next().unwrap_or("")
+        full.chars().take(700).collect::<String>()
     );
     let same = |c: &[u8]| call(target, c).err().is_some_and(|(s, _)| s == sig);
     loop {
@@ -863,18 +872,23 @@ fn fuzz_replay_dir() {
     files.sort();
     let (mut crashing, mut n_known) = (0, 0);
     let mut new: std::collections::BTreeMap<String, PathBuf> = Default::default();
+    let mut by_sig: std::collections::BTreeMap<String, usize> = Default::default();
     for f in &files {
         let Ok(input) = std::fs::read(f) else {
             continue;
         };
         if let Err((sig, _)) = call(target, &input) {
             crashing += 1;
+            *by_sig.entry(sig.clone()).or_default() += 1;
             if is_known(&sig, &known) {
                 n_known += 1;
             } else {
                 new.entry(sig).or_insert_with(|| f.clone());
             }
         }
+    }
+    for (sig, n) in &by_sig {
+        println!("replay {name}: x{n} {sig}");
     }
     println!(
         "replay {name}: {} file(s), {crashing} crash(es), {n_known} known, {} new",

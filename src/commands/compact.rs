@@ -83,6 +83,7 @@ pub(crate) fn plan_session(
         before: plan.before.clone(),
         steps: plan.steps.clone(),
         changes: c.describe_all(&l.session, &plan.edits),
+        next_steps: Vec::new(),
     };
     Ok((report, plan.edits))
 }
@@ -178,6 +179,11 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
                 if p.report.fits && !p.edits.is_empty() {
                     p.report.dest = dest.display().to_string();
                     p.report.written = row.written;
+                    if row.written {
+                        p.report.next_steps = e.stores[p.store]
+                            .copier()
+                            .next_steps(dest, std::slice::from_ref(&p.report.session_id));
+                    }
                 }
             }
         }

@@ -98,7 +98,25 @@ fn copy_row(e: &Engine, p: &CopyPlan, written: bool, error: Option<String>) -> C
         changes: p.edits.len(),
         written,
         error,
+        // A copy that changes nothing needs no steps: the original loads.
+        next_steps: if written && !p.edits.is_empty() {
+            e.stores[p.store]
+                .copier()
+                .next_steps(&p.dest, &edited_sessions(&p.edits))
+        } else {
+            Vec::new()
+        },
     }
+}
+
+/// The sessions `edits` change, in first-seen order.
+pub fn edited_sessions(edits: &[Edit]) -> Vec<String> {
+    let mut seen = rustc_hash::FxHashSet::default();
+    edits
+        .iter()
+        .filter(|e| seen.insert(e.session_id.as_str()))
+        .map(|e| e.session_id.clone())
+        .collect()
 }
 
 /// Writes the planned copies under the output folder's lock, in parallel: a

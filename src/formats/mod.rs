@@ -98,6 +98,25 @@ pub trait Copier: Applier + Send + Sync {
     /// otherwise an existing `dest` is an error. Reads the same snapshot of
     /// the sources the sessions were loaded from.
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()>;
+    /// What to do with a copy written at `dest` (an absolute path) so the
+    /// agent loads it: shell commands and short sentences, one per line,
+    /// naming `sessions` (the ids the copy changed; empty when it changed
+    /// none). The agent's own paths and flags come from its format notes in
+    /// `docs/formats/`.
+    fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String>;
+}
+
+/// `path` quoted for a POSIX shell when it needs it.
+pub fn sh(path: &Path) -> String {
+    shell_words::quote(&path.display().to_string()).into_owned()
+}
+
+/// The first of `sessions`, or a placeholder for "pick one".
+pub fn first_or(sessions: &[String], placeholder: &str) -> String {
+    sessions
+        .first()
+        .cloned()
+        .unwrap_or_else(|| placeholder.to_string())
 }
 
 /// Permission bits for a copy of `src`: the original's, plus owner read and

@@ -144,6 +144,9 @@ pub struct CopyRow {
     /// Why the copy was not written, when it was not (and not a dry run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How to make the agent load the written copy: shell commands and
+    /// sentences, one per entry (empty when nothing was written).
+    pub next_steps: Vec<String>,
 }
 
 /// `repair`: everything that was changed.
@@ -179,6 +182,9 @@ pub struct CompactReport {
     pub before: crate::treat::compact::Figures,
     pub steps: Vec<crate::treat::compact::StepReport>,
     pub changes: Vec<StoredChange>,
+    /// How to make the agent load the written copy (empty when nothing was
+    /// written).
+    pub next_steps: Vec<String>,
 }
 
 /// One output format. Each method prints one whole document to stdout;

@@ -329,6 +329,7 @@ impl Exporter for TableExporter {
             out.push_str(&format!("NOT REACHABLE: {why}; no copy written\n"));
         } else if r.written {
             out.push_str(&format!("wrote {} from {}\n", r.dest, r.source));
+            out.push_str(&next_steps(&r.next_steps));
         } else if r.dry_run {
             out.push_str(&format!(
                 "dry run: would write {} from {}\n",
@@ -398,6 +399,7 @@ impl Exporter for TableExporter {
                 "{verb} {} ({} change(s)) from {}\n",
                 c.dest, c.changes, c.source
             ));
+            out.push_str(&next_steps(&c.next_steps));
         }
         out
     }
@@ -425,7 +427,20 @@ impl Exporter for TableExporter {
                 "{verb} {} ({} change(s)) from {}\n",
                 c.dest, c.changes, c.source
             ));
+            out.push_str(&next_steps(&c.next_steps));
         }
         out
     }
+}
+
+/// "next:" lines under a written copy: how to make the agent load it.
+fn next_steps(steps: &[String]) -> String {
+    if steps.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("  next:\n");
+    for s in steps {
+        out.push_str(&format!("    {s}\n"));
+    }
+    out
 }

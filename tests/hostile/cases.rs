@@ -2705,9 +2705,15 @@ fn loosen(c: &rusqlite::Connection, table: &str) {
     .unwrap();
 }
 
+/// Messages in the db at `p`, opened immutable: a WAL-mode db opened only
+/// read-only would get `-wal`/`-shm` files beside it (here, in fixtures/).
 fn count_messages(p: &Path) -> u64 {
-    let c = rusqlite::Connection::open_with_flags(p, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .unwrap();
+    let uri = format!("file:{}?immutable=1", p.display());
+    let c = rusqlite::Connection::open_with_flags(
+        uri,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+    )
+    .unwrap();
     c.query_row("SELECT count(*) FROM message", [], |r| r.get::<_, i64>(0))
         .unwrap() as u64
 }

@@ -384,6 +384,36 @@ impl Copier for ClaudeStore {
         edit::describe(session, ix, edit)
     }
 
+    /// Claude Code reads `$CLAUDE_CONFIG_DIR/projects/<cwd>/<id>.jsonl`
+    /// (docs/formats/claude-code.md section 1) and resumes with `--resume`
+    /// from the session's project folder.
+    fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
+        use crate::formats::{first_or, sh};
+        let id = first_or(sessions, "<session id>");
+        // dest = <out>/projects/<cwd>/<id>.jsonl when laid out as Claude reads it.
+        let home = dest
+            .parent()
+            .and_then(Path::parent)
+            .filter(|p| p.file_name().is_some_and(|n| n == "projects"))
+            .and_then(Path::parent);
+        match home {
+            Some(home) => vec![
+                format!(
+                    "cd <the session's project folder> && CLAUDE_CONFIG_DIR={} claude --resume {id}   # a config folder of its own: log in again there, or copy your credentials into it",
+                    sh(home)
+                ),
+                format!(
+                    "or, with Claude Code closed, move the original {} aside and put the copy in its place",
+                    self.main.display()
+                ),
+            ],
+            None => vec![format!(
+                "put the copy at ~/.claude/projects/<encoded project folder>/{} (move the original aside first), then `claude --resume {id}` from the project folder",
+                dest.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+            )],
+        }
+    }
+
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
         let edits: Vec<&Edit> = edits.iter().filter(|e| e.session_id == self.id).collect();
         let lens = match self.snapshot.get() {

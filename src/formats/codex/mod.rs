@@ -317,6 +317,30 @@ impl Copier for CodexStore {
         edit::describe(session, ix, e)
     }
 
+    /// Codex reads `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`
+    /// (docs/formats/codex.md section 1) and resumes with `codex resume`.
+    fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
+        use crate::formats::{first_or, sh};
+        let id = first_or(sessions, "<session id>");
+        let rel = self.copy_path();
+        let mut home = Some(dest);
+        for _ in rel.components() {
+            home = home.and_then(Path::parent);
+        }
+        let home = home.unwrap_or(Path::new("."));
+        vec![
+            format!(
+                "cp ~/.codex/config.toml ~/.codex/auth.json {}/   # the copy's Codex home needs your settings and login",
+                sh(home)
+            ),
+            format!("CODEX_HOME={} codex resume {id}", sh(home)),
+            format!(
+                "or, with Codex closed, move the original {} aside and put the copy in its place",
+                self.path.display()
+            ),
+        ]
+    }
+
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
         let len = match self.snapshot.get() {
             Some(&n) => n,

@@ -1123,6 +1123,23 @@ impl Copier for DaStore {
         edit::describe(session, ix, e)
     }
 
+    /// docker-agent reads `~/.cagent/session.db`, or the file named by
+    /// `--session-db` (docs/formats/docker-agent.md section 1).
+    fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
+        use crate::formats::{first_or, sh};
+        let id = first_or(sessions, "<session id>");
+        vec![
+            format!(
+                "docker agent run <agent.yaml> --session-db {}   # then open session {id} from its session list",
+                sh(dest)
+            ),
+            format!(
+                "or, with docker-agent closed, move the original {} (and any -wal/-shm) aside and put the copy in its place",
+                self.path.display()
+            ),
+        ]
+    }
+
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
         self.snap.write_copy(dest, replace, &|txn| {
             for e in edits {

@@ -313,6 +313,31 @@ impl Copier for HermesStore {
         edit::describe(session, ix, e)
     }
 
+    /// hermes-agent reads `$HERMES_HOME/state.db` and resumes with
+    /// `hermes chat --resume <id>` (docs/formats/hermes.md sections 1 and 10).
+    fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
+        use crate::formats::{first_or, sh};
+        let id = first_or(sessions, "<session id>");
+        let home = dest.parent().unwrap_or(Path::new("."));
+        let mut v = Vec::new();
+        if dest.file_name().is_some_and(|n| n != "state.db") {
+            v.push(format!("mv {} {}", sh(dest), sh(&home.join("state.db"))));
+        }
+        v.push(format!(
+            "cp ~/.hermes/config.yaml ~/.hermes/.env {}/   # the copy's hermes home needs your settings and keys",
+            sh(home)
+        ));
+        v.push(format!(
+            "HERMES_HOME={} hermes chat --resume {id}",
+            sh(home)
+        ));
+        v.push(format!(
+            "or, with hermes closed, move the original {} (and any -wal/-shm) aside and put the copy in its place",
+            self.path.display()
+        ));
+        v
+    }
+
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
         self.snap
             .write_copy(dest, replace, &|txn| edit::write(txn, &self.schema, edits))

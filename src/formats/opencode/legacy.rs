@@ -284,6 +284,10 @@ impl Copier for LegacyStore {
         edit::describe(session, ix, edit)
     }
 
+    fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
+        super::next_steps(crate::model::Agent::Opencode, dest, sessions)
+    }
+
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
         let staged = crate::fsx::Staged::dir(dest)?;
         let root = staged.path().to_path_buf();

@@ -68,3 +68,45 @@ pub fn open_file(p: &Path) -> Result<Option<Box<dyn super::Store>>> {
 pub fn open_dir(p: &Path) -> Result<Option<Box<dyn super::Store>>> {
     legacy::open(p)
 }
+
+/// How opencode or Kilo loads a copy at `dest` (a db file, or a legacy
+/// `storage/` folder): in a data folder of its own beside the copy
+/// (`$XDG_DATA_HOME/<opencode|kilo>/`, docs/formats/opencode-kilo.md
+/// section 1), resumed with `-s <id>`; or in place of the original.
+pub(crate) fn next_steps(
+    agent: crate::model::Agent,
+    dest: &Path,
+    sessions: &[String],
+) -> Vec<String> {
+    use crate::formats::{first_or, sh};
+    let (bin, dir) = match agent {
+        crate::model::Agent::Kilo => ("kilo", "kilo"),
+        _ => ("opencode", "opencode"),
+    };
+    let out = dest.parent().unwrap_or(Path::new("."));
+    let data = out.join("data");
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let legacy = name == "storage";
+    let target = data.join(dir).join(if legacy { "storage" } else { &name });
+    vec![
+        format!(
+            "mkdir -p {} && cp {}{} {}",
+            sh(&data.join(dir)),
+            if legacy { "-R " } else { "" },
+            sh(dest),
+            sh(&target)
+        ),
+        format!(
+            "XDG_DATA_HOME={} {bin} -s {}   # a data folder of its own: copy auth.json from your {dir} data folder into it to keep provider logins",
+            sh(&data),
+            first_or(sessions, "<session id>")
+        ),
+        format!(
+            "or, with {bin} closed, move ~/.local/share/{dir}/{} (and any -wal/-shm beside it) aside and put the copy in its place",
+            if legacy { "storage" } else { &name }
+        ),
+    ]
+}

@@ -310,6 +310,10 @@ impl Copier for SqliteStore {
         edit::describe(session, ix, edit)
     }
 
+    fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
+        super::next_steps(self.agent, dest, sessions)
+    }
+
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
         self.snap.write_copy(dest, replace, &|txn| {
             for e in edits {
