@@ -746,7 +746,7 @@ impl Loader {
         if let Some(w) = self.window {
             s.stored_limits = Some(Limits {
                 model: resume_model,
-                context: (w * 100).div_ceil(EFFECTIVE_WINDOW_PERCENT),
+                context: w.saturating_mul(100).div_ceil(EFFECTIVE_WINDOW_PERCENT),
                 max_output: 0,
                 input: Some(w),
                 source: format!(
