@@ -72,27 +72,45 @@ pub fn suggested_parents(s: &Session, indexes: &[usize]) -> Vec<Option<String>> 
         ParentLinks::Chain => {
             let ok = resolves(s);
             let first = s.id_index();
-            // (file, sidechain) -> the two newest valid candidates (two, so
-            // a message can skip a copy of itself).
-            let mut last: HashMap<(Option<usize>, bool), [Option<usize>; 2]> = HashMap::default();
+            let risky = risky_ids(s, &first);
+            let mut copies: Option<HashMap<&str, Vec<usize>>> = None;
+            // (file, sidechain) -> the newest valid candidates, newest
+            // first (several, so a message can skip a copy of itself and
+            // its own descendants).
+            let mut last: HashMap<(Option<usize>, bool), Vec<usize>> = HashMap::default();
             for (i, m) in s.messages.iter().enumerate() {
                 let key = (m.line.map(|l| l.file), m.sidechain);
                 while want.peek() == Some(&i) {
                     want.next();
-                    let c = last.get(&key).copied().unwrap_or([None, None]);
+                    let empty = Vec::new();
+                    let c = last.get(&key).unwrap_or(&empty);
                     let pick = c
                         .iter()
-                        .flatten()
-                        .find(|&&k| s.messages[k].id != m.id)
+                        .find(|&&k| {
+                            s.messages[k].id != m.id
+                                && !(risky.contains(m.id.as_str())
+                                    && descends_from(
+                                        s,
+                                        copies.get_or_insert_with(|| all_copies(s)),
+                                        k,
+                                        &m.id,
+                                    ))
+                        })
                         .map(|&k| s.messages[k].id.clone());
                     out.push(pick);
                 }
-                if ok[i]
-                    && matches!(m.role, Role::User | Role::Assistant)
-                    && first.get(m.id.as_str()) == Some(&i)
-                {
-                    let e = last.entry(key).or_insert([None, None]);
-                    *e = [Some(i), e[0]];
+                if first.get(m.id.as_str()) != Some(&i) {
+                    continue;
+                }
+                if !m.sidechain && m.compaction().is_some() {
+                    // A new chain starts at a compaction boundary: nothing
+                    // before it may be a parent after it (that would be a
+                    // stale parent); the boundary itself may.
+                    last.insert(key, vec![i]);
+                } else if ok[i] && matches!(m.role, Role::User | Role::Assistant) {
+                    let e = last.entry(key).or_default();
+                    e.insert(0, i);
+                    e.truncate(CANDIDATES);
                 }
             }
         }
@@ -100,6 +118,66 @@ pub fn suggested_parents(s: &Session, indexes: &[usize]) -> Vec<Option<String>> 
     // Indexes past the end (never in practice) get no suggestion.
     out.resize(indexes.len(), None);
     out
+}
+
+/// How many of the newest valid messages of a history a suggestion may
+/// choose from (the newest that is not the message itself or one of its
+/// descendants).
+const CANDIDATES: usize = 8;
+
+/// Ids a re-parenting could close a cycle through: ids with several copies
+/// (a parent set on one is set on every copy) and ids some earlier message
+/// already names as its parent.
+fn risky_ids<'a>(
+    s: &'a Session,
+    first: &HashMap<&'a str, usize>,
+) -> rustc_hash::FxHashSet<&'a str> {
+    let mut out = rustc_hash::FxHashSet::default();
+    for (i, m) in s.messages.iter().enumerate() {
+        if first.get(m.id.as_str()) != Some(&i) {
+            out.insert(m.id.as_str());
+        }
+        if let Some(p) = m.parent_id.as_deref() {
+            if first.get(p).is_some_and(|&pi| pi > i) {
+                out.insert(p);
+            }
+        }
+    }
+    out
+}
+
+/// Id -> every index holding a copy of it.
+fn all_copies(s: &Session) -> HashMap<&str, Vec<usize>> {
+    let mut m: HashMap<&str, Vec<usize>> = HashMap::default();
+    for (i, x) in s.messages.iter().enumerate() {
+        m.entry(x.id.as_str()).or_default().push(i);
+    }
+    m
+}
+
+/// Whether `id` is an ancestor of message `from` through the parent of any
+/// copy of each id on the way (a walk over every copy, each message once).
+fn descends_from(s: &Session, copies: &HashMap<&str, Vec<usize>>, from: usize, id: &str) -> bool {
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut stack = vec![from];
+    while let Some(k) = stack.pop() {
+        if !seen.insert(k) {
+            continue;
+        }
+        let m = &s.messages[k];
+        if m.id == id {
+            return true;
+        }
+        if let Some(p) = m.parent_id.as_deref() {
+            if p == id {
+                return true;
+            }
+            if let Some(v) = copies.get(p) {
+                stack.extend(v.iter().copied());
+            }
+        }
+    }
+    false
 }
 
 /// Indexes of messages whose parent id names no message of the session
