@@ -128,7 +128,7 @@ const CANDIDATES: usize = 8;
 /// Ids a re-parenting could close a cycle through: ids with several copies
 /// (a parent set on one is set on every copy) and ids some earlier message
 /// already names as its parent.
-fn risky_ids<'a>(
+pub(super) fn risky_ids<'a>(
     s: &'a Session,
     first: &HashMap<&'a str, usize>,
 ) -> rustc_hash::FxHashSet<&'a str> {
@@ -147,7 +147,7 @@ fn risky_ids<'a>(
 }
 
 /// Id -> every index holding a copy of it.
-fn all_copies(s: &Session) -> HashMap<&str, Vec<usize>> {
+pub(super) fn all_copies(s: &Session) -> HashMap<&str, Vec<usize>> {
     let mut m: HashMap<&str, Vec<usize>> = HashMap::default();
     for (i, x) in s.messages.iter().enumerate() {
         m.entry(x.id.as_str()).or_default().push(i);
@@ -157,7 +157,12 @@ fn all_copies(s: &Session) -> HashMap<&str, Vec<usize>> {
 
 /// Whether `id` is an ancestor of message `from` through the parent of any
 /// copy of each id on the way (a walk over every copy, each message once).
-fn descends_from(s: &Session, copies: &HashMap<&str, Vec<usize>>, from: usize, id: &str) -> bool {
+pub(super) fn descends_from(
+    s: &Session,
+    copies: &HashMap<&str, Vec<usize>>,
+    from: usize,
+    id: &str,
+) -> bool {
     let mut seen = rustc_hash::FxHashSet::default();
     let mut stack = vec![from];
     while let Some(k) = stack.pop() {

@@ -129,6 +129,9 @@ fn chain(s: &Session) -> Vec<StaleParent> {
         }
     }
     let mut out = Vec::new();
+    let mut copies = None;
+    let first_ix = s.id_index();
+    let risky = super::dangling_parent::risky_ids(s, &first_ix);
     for (i, m) in s.messages.iter().enumerate() {
         let Some(&(first, last)) = pos.get(m.id.as_str()) else {
             continue;
@@ -151,13 +154,34 @@ fn chain(s: &Session) -> Vec<StaleParent> {
             continue;
         }
         let bid = s.messages[b].id.as_str();
+        // A suggestion sits after the boundary (or is preserved by it) and
+        // is not the message itself or one of its descendants (a re-used
+        // uuid can make a later entry an ancestor); the boundary itself
+        // always qualifies.
+        let mut fits = |k: usize| {
+            s.messages[k].id != m.id
+                && !(risky.contains(m.id.as_str())
+                    && super::dangling_parent::descends_from(
+                        s,
+                        copies.get_or_insert_with(|| super::dangling_parent::all_copies(s)),
+                        k,
+                        &m.id,
+                    ))
+        };
         let suggested = marker
             .preserved
             .iter()
             .rev()
-            .find(|x| pos.contains_key(x.as_str()))
-            .cloned()
-            .or_else(|| summary_of.get(bid).map(|&x| s.messages[x].id.clone()))
+            .filter_map(|x| pos.get(x.as_str()).map(|p| p.0))
+            .find(|&k| fits(k))
+            .or_else(|| {
+                summary_of
+                    .get(bid)
+                    .and_then(|&x| pos.get(s.messages[x].id.as_str()))
+                    .map(|p| p.0)
+                    .filter(|&k| k >= b && fits(k))
+            })
+            .map(|k| s.messages[k].id.clone())
             .unwrap_or_else(|| bid.to_string());
         out.push(StaleParent {
             index: last,

@@ -372,12 +372,17 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
         .filter(|&i| s.messages[i].compaction().is_some())
         .max()
         .or_else(|| visible.iter().copied().min());
+    // Nothing visible: the model sees nothing of this session, so a cut has
+    // nothing to keep and must not drop every line (fuzz input whole_claude-6).
+    let Some(anchor) = anchor else {
+        return Vec::new();
+    };
     let mut keep = vec![false; s.messages.len()];
     for &i in &visible {
         keep[i] = true;
     }
     for (i, m) in s.messages.iter().enumerate() {
-        if m.sidechain || anchor.is_some_and(|a| i > a) {
+        if m.sidechain || i > anchor {
             keep[i] = true;
         }
     }

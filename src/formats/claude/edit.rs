@@ -141,9 +141,17 @@ fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> 
             Ok(())
         }
         Change::AddNote { text } => {
-            let content = v
-                .pointer_mut("/message/content")
-                .ok_or("line has no message.content")?;
+            // A note is for the model; a line with no message (Claude Code
+            // sends none from it) carries none, and one with no content
+            // gets the note as its content.
+            let Some(msg) = v.get_mut("message").and_then(Value::as_object_mut) else {
+                return Ok(());
+            };
+            let content = msg.entry("content").or_insert(Value::Null);
+            if content.is_null() {
+                *content = json!(text);
+                return Ok(());
+            }
             match content {
                 Value::String(s) => *s = format!("{text}\n\n{s}"),
                 Value::Array(a) => {
@@ -157,7 +165,8 @@ fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> 
                         a.insert(0, note);
                     }
                 }
-                _ => return Err("message.content is neither text nor blocks".into()),
+                // Content Claude Code cannot send carries no note.
+                _ => {}
             }
             Ok(())
         }
@@ -175,13 +184,102 @@ fn serialize(v: &Value, newline: bool) -> String {
     s
 }
 
-/// The uuid of a line, read without building the whole value.
-fn uuid_of(body: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        uuid: Option<String>,
+/// A line to edit as a JSON value. Bytes that are not UTF-8 are read as
+/// U+FFFD, as Claude Code's own (Node.js) UTF-8 decoding reads them, so a
+/// line the loader accepted can be edited.
+///
+/// A `\u` escape of a lone UTF-16 surrogate, which Claude Code's
+/// `JSON.parse` accepts and serde_json does not, is read as U+FFFD too.
+fn line_value(body: &[u8]) -> serde_json::Result<Value> {
+    serde_json::from_slice(body).or_else(|e| {
+        let text = String::from_utf8_lossy(body);
+        let fixed = without_lone_surrogates(&text);
+        match (&text, &fixed) {
+            (std::borrow::Cow::Borrowed(_), None) => Err(e),
+            _ => serde_json::from_str(fixed.as_deref().unwrap_or(&text)),
+        }
+    })
+}
+
+/// `text` with each `\u` escape of a lone UTF-16 surrogate replaced by
+/// `\ufffd`; `None` when it has none.
+fn without_lone_surrogates(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let hex = |at: usize| -> Option<u16> {
+        let h = b.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    let unit_at = |at: usize| -> Option<u16> {
+        (b.get(at) == Some(&b'\\') && b.get(at + 1) == Some(&b'u'))
+            .then(|| hex(at + 2))
+            .flatten()
+    };
+    let mut lone: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match unit_at(i) {
+            Some(u @ 0xD800..=0xDBFF) => {
+                if matches!(unit_at(i + 6), Some(0xDC00..=0xDFFF)) {
+                    let _ = u;
+                    i += 12;
+                } else {
+                    lone.push(i);
+                    i += 6;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                lone.push(i);
+                i += 6;
+            }
+            Some(_) => i += 6,
+            // Any other escape is two bytes (`\\` included).
+            None => i += 2,
+        }
     }
-    serde_json::from_slice::<Head>(body).ok()?.uuid
+    if lone.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for at in lone {
+        out.push_str(text.get(last..at)?);
+        out.push_str("\\ufffd");
+        last = at + 6;
+    }
+    out.push_str(text.get(last..)?);
+    Some(out)
+}
+
+/// The uuid of a line, read without building the whole value. A key given
+/// twice counts once, the last one winning, as in Claude Code's
+/// `JSON.parse` (and in the loader).
+fn uuid_of(body: &[u8]) -> Option<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Last;
+    impl<'de> Visitor<'de> for Last {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut uuid = None;
+            while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if k == "uuid" {
+                    // A uuid that is not a string does not name the line.
+                    uuid = map.next_value::<Value>()?.as_str().map(str::to_string);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(uuid)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(body);
+    de.deserialize_map(Last).ok().flatten()
 }
 
 /// What the edits do, by uuid.
@@ -204,7 +302,15 @@ impl<'a> Plan<'a> {
                 Change::DropCopies => {
                     p.drop_copies.insert(id);
                 }
-                c => p.content.entry(id).or_default().push(c),
+                // Copies of a re-used uuid are separate messages of the
+                // model, so one change may arrive once per copy; it applies
+                // to each line once.
+                c => {
+                    let v = p.content.entry(id).or_default();
+                    if !v.contains(&c) {
+                        v.push(c);
+                    }
+                }
             }
         }
         p
@@ -258,8 +364,8 @@ pub fn write_file(
         }
         match plan.content.get(uuid.as_str()) {
             Some(changes) => {
-                let mut v: Value = serde_json::from_slice(body)
-                    .with_context(|| format!("{}: line {n}", src.display()))?;
+                let mut v: Value =
+                    line_value(body).with_context(|| format!("{}: line {n}", src.display()))?;
                 for c in changes {
                     edit_line(&mut v, c)
                         .map_err(|e| anyhow!("{}: line {n} ({uuid}): {e}", src.display()))?;
@@ -299,7 +405,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
                 Some(raw) => (**raw).clone(),
                 None => {
                     let bytes = read_line_at(path, line.offset, line.bytes)?;
-                    serde_json::from_slice(&bytes)
+                    line_value(&bytes)
                         .with_context(|| format!("{}: line {}", path.display(), line.line))?
                 }
             };
@@ -458,6 +564,32 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
 mod tests {
     use super::super::parse::result_text;
     use super::*;
+
+    #[test]
+    fn lines_claude_code_reads_can_be_edited() {
+        // A lone surrogate escape (JSON.parse accepts it; serde_json does not).
+        let v = line_value(br#"{"uuid":"a","t":"x\ud800 y","ok":"\ud83d\ude00","e":"\\ud800"}"#)
+            .unwrap();
+        assert_eq!(v["t"], "x\u{fffd} y");
+        assert_eq!(v["ok"], "\u{1f600}");
+        // An escaped backslash before `ud800` is text, not an escape.
+        assert_eq!(v["e"], "\\ud800");
+        // A lone low surrogate at the end of the line.
+        assert_eq!(line_value(br#"{"t":"\udc00"}"#).unwrap()["t"], "\u{fffd}");
+        // Bytes that are not UTF-8.
+        assert_eq!(
+            line_value(b"{\"t\":\"a\xffb\"}").unwrap()["t"],
+            "a\u{fffd}b"
+        );
+        // Still an error when it is not JSON at all.
+        assert!(line_value(b"{\"t\":").is_err());
+        // A key given twice: the last uuid names the line, as in JSON.parse.
+        assert_eq!(
+            uuid_of(br#"{"uuid":"first","x":1,"uuid":"last"}"#).as_deref(),
+            Some("last")
+        );
+        assert_eq!(uuid_of(br#"{"uuid":7}"#), None);
+    }
 
     #[test]
     fn tool_output_truncation_cuts_content_and_tool_use_result() {
