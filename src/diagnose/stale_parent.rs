@@ -155,12 +155,13 @@ fn chain(s: &Session) -> Vec<StaleParent> {
         }
         let bid = s.messages[b].id.as_str();
         // A suggestion sits after the boundary (or is preserved by it) and
-        // is not the message itself or one of its descendants (a re-used
-        // uuid can make a later entry an ancestor); the boundary itself
-        // always qualifies.
+        // is not the message itself or one of its descendants (an entry
+        // after it in the file, e.g. a preserved one, or any entry when a
+        // re-used uuid links backwards; fuzz input whole_claude-12); the
+        // boundary itself always qualifies.
         let mut fits = |k: usize| {
             s.messages[k].id != m.id
-                && !(risky.contains(m.id.as_str())
+                && !((k > i || risky.contains(m.id.as_str()))
                     && super::dangling_parent::descends_from(
                         s,
                         copies.get_or_insert_with(|| super::dangling_parent::all_copies(s)),
