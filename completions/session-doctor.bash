@@ -34,6 +34,9 @@ _session__doctor() {
             session__doctor,list)
                 cmd="session__doctor__subcmd__list"
                 ;;
+            session__doctor,man)
+                cmd="session__doctor__subcmd__man"
+                ;;
             session__doctor,repair)
                 cmd="session__doctor__subcmd__repair"
                 ;;
@@ -55,6 +58,9 @@ _session__doctor() {
             session__doctor__subcmd__help,list)
                 cmd="session__doctor__subcmd__help__subcmd__list"
                 ;;
+            session__doctor__subcmd__help,man)
+                cmd="session__doctor__subcmd__help__subcmd__man"
+                ;;
             session__doctor__subcmd__help,repair)
                 cmd="session__doctor__subcmd__help__subcmd__repair"
                 ;;
@@ -65,7 +71,7 @@ _session__doctor() {
 
     case "${cmd}" in
         session__doctor)
-            opts="-h -V --help --version list inspect check repair compact completions help"
+            opts="-h -V --help --version list inspect check repair compact completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -79,14 +85,14 @@ _session__doctor() {
             return 0
             ;;
         session__subcmd__doctor__subcmd__check)
-            opts="-j -h --format --jobs --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --fail-on --help"
+            opts="-j -h --format --jobs --session --fail-on --ignore --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --config --no-config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json markdown github sarif" -- "${cur}"))
                     return 0
                     ;;
                 --jobs)
@@ -94,34 +100,6 @@ _session__doctor() {
                     return 0
                     ;;
                 -j)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --context)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-output)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --input-limit)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --model)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --models-json)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-request-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --headroom)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -133,30 +111,8 @@ _session__doctor() {
                     COMPREPLY=($(compgen -W "error warning info never" -- "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        session__subcmd__doctor__subcmd__compact)
-            opts="-j -h --format --jobs --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --out --keep-turns --dry-run --force --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
-                    return 0
-                    ;;
-                --jobs)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -j)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                --ignore)
+                    COMPREPLY=($(compgen -W "unreadable torn-tail orphan-part duplicate-id dangling-parent dangling-logical-parent parent-cycle closed-compression-session empty-continuation stale-parent stale-first-kept orphan-in-context compaction-loop compaction-failed unfinished-tool-call overflow-error unanswered-turns impossible-usage over-budget payload-too-large media-in-history" -- "${cur}"))
                     return 0
                     ;;
                 --context)
@@ -184,6 +140,36 @@ _session__doctor() {
                     return 0
                     ;;
                 --headroom)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        session__subcmd__doctor__subcmd__compact)
+            opts="-j -h --format --jobs --session --out --keep-turns --dry-run --force --ignore --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --config --no-config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "table json markdown github sarif" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -196,6 +182,42 @@ _session__doctor() {
                     return 0
                     ;;
                 --keep-turns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ignore)
+                    COMPREPLY=($(compgen -W "unreadable torn-tail orphan-part duplicate-id dangling-parent dangling-logical-parent parent-cycle closed-compression-session empty-continuation stale-parent stale-first-kept orphan-in-context compaction-loop compaction-failed unfinished-tool-call overflow-error unanswered-turns impossible-usage over-budget payload-too-large media-in-history" -- "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --input-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --models-json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-request-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --headroom)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -221,7 +243,7 @@ _session__doctor() {
             return 0
             ;;
         session__subcmd__doctor__subcmd__help)
-            opts="list inspect check repair compact completions help"
+            opts="list inspect check repair compact completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -318,6 +340,20 @@ _session__doctor() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        session__subcmd__doctor__subcmd__help__subcmd__man)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         session__subcmd__doctor__subcmd__help__subcmd__repair)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -333,14 +369,14 @@ _session__doctor() {
             return 0
             ;;
         session__subcmd__doctor__subcmd__inspect)
-            opts="-j -h --format --jobs --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --top --help"
+            opts="-j -h --format --jobs --session --top --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json markdown github sarif" -- "${cur}"))
                     return 0
                     ;;
                 --jobs)
@@ -348,34 +384,6 @@ _session__doctor() {
                     return 0
                     ;;
                 -j)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --context)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-output)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --input-limit)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --model)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --models-json)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-request-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --headroom)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -395,14 +403,14 @@ _session__doctor() {
             return 0
             ;;
         session__subcmd__doctor__subcmd__list)
-            opts="-j -h --format --jobs --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --session --help"
+            opts="-j -h --format --jobs --session --ignore --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --config --no-config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json markdown github sarif" -- "${cur}"))
                     return 0
                     ;;
                 --jobs)
@@ -411,6 +419,14 @@ _session__doctor() {
                     ;;
                 -j)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ignore)
+                    COMPREPLY=($(compgen -W "unreadable torn-tail orphan-part duplicate-id dangling-parent dangling-logical-parent parent-cycle closed-compression-session empty-continuation stale-parent stale-first-kept orphan-in-context compaction-loop compaction-failed unfinished-tool-call overflow-error unanswered-turns impossible-usage over-budget payload-too-large media-in-history" -- "${cur}"))
                     return 0
                     ;;
                 --context)
@@ -441,7 +457,7 @@ _session__doctor() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --session)
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -452,15 +468,29 @@ _session__doctor() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        session__subcmd__doctor__subcmd__man)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         session__subcmd__doctor__subcmd__repair)
-            opts="-j -h --format --jobs --context --max-output --input-limit --model --models-json --max-request-bytes --headroom --out --session --dry-run --force --help"
+            opts="-j -h --format --jobs --out --session --dry-run --force --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --format)
-                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json markdown github sarif" -- "${cur}"))
                     return 0
                     ;;
                 --jobs)
@@ -468,34 +498,6 @@ _session__doctor() {
                     return 0
                     ;;
                 -j)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --context)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-output)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --input-limit)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --model)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --models-json)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-request-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --headroom)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -31,105 +31,178 @@ _session-doctor() {
             (list)
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
-json\:"One JSON document with "schema_version"\: 1"))' \
+json\:"One JSON document with "schema_version"\: 1 (schema/session-doctor.schema.json)"
+markdown\:"A GitHub-flavoured Markdown job summary (for \$GITHUB_STEP_SUMMARY)"
+github\:"GitHub Actions workflow commands\: one \:\:error/\:\:warning/\:\:notice line per finding"
+sarif\:"One SARIF 2.1.0 log (code scanning upload)"))' \
 '-j+[Worker threads (default\: the number of cores)]:N:_default' \
 '--jobs=[Worker threads (default\: the number of cores)]:N:_default' \
+'--session=[Only this session]:ID:_default' \
+'*--ignore=[Leave out findings with this code (repeatable; adds to the config file'\''s \`ignore\`)]:CODE:((unreadable\:"a row, file or line that is not valid JSON or lacks a required field"
+torn-tail\:"the last line of a JSONL file is an unfinished write"
+orphan-part\:"a part whose message does not exist"
+duplicate-id\:"an id stored more than once"
+dangling-parent\:"a parent id that names no message of the session"
+dangling-logical-parent\:"a Claude Code logicalParentUuid that names no message"
+parent-cycle\:"parent links that form a loop"
+closed-compression-session\:"a session ended by a compression that no session continues"
+empty-continuation\:"the session a resume lands on continues a compaction but holds no message"
+stale-parent\:"a message after a compaction whose parent is from before it"
+stale-first-kept\:"a compaction'\''s stored first kept entry the agent ignores, or that resends cut or orphaned history"
+orphan-in-context\:"a message the model sees whose parent it does not see"
+compaction-loop\:"repeated automatic compactions that make no progress"
+compaction-failed\:"a compaction summary that ended in an error"
+unfinished-tool-call\:"a tool call left without a result"
+overflow-error\:"a stored provider error that says the request was too big"
+unanswered-turns\:"the history ends with two or more user turns that got no reply"
+impossible-usage\:"a stored token count above the model'\''s context window"
+over-budget\:"the next turn does not fit the model'\''s usable budget"
+payload-too-large\:"the next request body exceeds the request-size limit"
+media-in-history\:"inline media older than the newest media message, resent every turn"))' \
 '--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
 '--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
 '--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
 '--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
 '--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
-'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
-'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
-'--session=[Only this session]:ID:_default' \
+'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default\: 6291456, 6 MiB)]:BYTES:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95; default\: 0.25)]:SHARE:_default' \
+'--config=[Read this config file instead of looking one up (./session-doctor.toml, else \$XDG_CONFIG_HOME/session-doctor/config.toml, else ~/.config/session-doctor/config.toml). Flags override it]:PATH:_files' \
+'(--config)--no-config[Read no config file]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, Codex rollout-*.jsonl files, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR (else $HOME/.config/claude and $HOME/.claude), and Codex'\''s sessions/ and archived_sessions/ under $CODEX_HOME (else $HOME/.codex):_files' \
+'*::paths -- Stores to read, or folders holding them (default\: every agent'\''s data dirs):_files' \
 && ret=0
 ;;
 (inspect)
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
-json\:"One JSON document with "schema_version"\: 1"))' \
+json\:"One JSON document with "schema_version"\: 1 (schema/session-doctor.schema.json)"
+markdown\:"A GitHub-flavoured Markdown job summary (for \$GITHUB_STEP_SUMMARY)"
+github\:"GitHub Actions workflow commands\: one \:\:error/\:\:warning/\:\:notice line per finding"
+sarif\:"One SARIF 2.1.0 log (code scanning upload)"))' \
 '-j+[Worker threads (default\: the number of cores)]:N:_default' \
 '--jobs=[Worker threads (default\: the number of cores)]:N:_default' \
-'--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
-'--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
-'--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
-'--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
-'--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
-'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
-'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
 '--session=[The session to inspect (an id or a unique prefix of one; optional when the stores hold one session)]:ID:_default' \
 '--top=[Also list the N largest parts (by stored bytes)]:N:_default' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, Codex rollout-*.jsonl files, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR (else $HOME/.config/claude and $HOME/.claude), and Codex'\''s sessions/ and archived_sessions/ under $CODEX_HOME (else $HOME/.codex):_files' \
+'*::paths -- Stores to read, or folders holding them (default\: every agent'\''s data dirs):_files' \
 && ret=0
 ;;
 (check)
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
-json\:"One JSON document with "schema_version"\: 1"))' \
+json\:"One JSON document with "schema_version"\: 1 (schema/session-doctor.schema.json)"
+markdown\:"A GitHub-flavoured Markdown job summary (for \$GITHUB_STEP_SUMMARY)"
+github\:"GitHub Actions workflow commands\: one \:\:error/\:\:warning/\:\:notice line per finding"
+sarif\:"One SARIF 2.1.0 log (code scanning upload)"))' \
 '-j+[Worker threads (default\: the number of cores)]:N:_default' \
 '--jobs=[Worker threads (default\: the number of cores)]:N:_default' \
+'--session=[Only this session]:ID:_default' \
+'--fail-on=[Exit 1 when a finding of this severity or worse exists (\`never\`\: always 0; default\: the config file'\''s \`fail_on\`, else error)]:FAIL_ON:((error\:"An error"
+warning\:"A warning or an error"
+info\:"Any finding"
+never\:"Nothing\: always exit 0 (unless an input cannot be read)"))' \
+'*--ignore=[Leave out findings with this code (repeatable; adds to the config file'\''s \`ignore\`)]:CODE:((unreadable\:"a row, file or line that is not valid JSON or lacks a required field"
+torn-tail\:"the last line of a JSONL file is an unfinished write"
+orphan-part\:"a part whose message does not exist"
+duplicate-id\:"an id stored more than once"
+dangling-parent\:"a parent id that names no message of the session"
+dangling-logical-parent\:"a Claude Code logicalParentUuid that names no message"
+parent-cycle\:"parent links that form a loop"
+closed-compression-session\:"a session ended by a compression that no session continues"
+empty-continuation\:"the session a resume lands on continues a compaction but holds no message"
+stale-parent\:"a message after a compaction whose parent is from before it"
+stale-first-kept\:"a compaction'\''s stored first kept entry the agent ignores, or that resends cut or orphaned history"
+orphan-in-context\:"a message the model sees whose parent it does not see"
+compaction-loop\:"repeated automatic compactions that make no progress"
+compaction-failed\:"a compaction summary that ended in an error"
+unfinished-tool-call\:"a tool call left without a result"
+overflow-error\:"a stored provider error that says the request was too big"
+unanswered-turns\:"the history ends with two or more user turns that got no reply"
+impossible-usage\:"a stored token count above the model'\''s context window"
+over-budget\:"the next turn does not fit the model'\''s usable budget"
+payload-too-large\:"the next request body exceeds the request-size limit"
+media-in-history\:"inline media older than the newest media message, resent every turn"))' \
 '--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
 '--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
 '--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
 '--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
 '--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
-'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
-'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
-'--session=[Only this session]:ID:_default' \
-'--fail-on=[Exit 1 when a finding of this severity or worse exists (\`never\`\: always 0)]:FAIL_ON:(error warning info never)' \
+'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default\: 6291456, 6 MiB)]:BYTES:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95; default\: 0.25)]:SHARE:_default' \
+'--config=[Read this config file instead of looking one up (./session-doctor.toml, else \$XDG_CONFIG_HOME/session-doctor/config.toml, else ~/.config/session-doctor/config.toml). Flags override it]:PATH:_files' \
+'(--config)--no-config[Read no config file]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, Codex rollout-*.jsonl files, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR (else $HOME/.config/claude and $HOME/.claude), and Codex'\''s sessions/ and archived_sessions/ under $CODEX_HOME (else $HOME/.codex):_files' \
+'*::paths -- Stores to read, or folders holding them (default\: every agent'\''s data dirs):_files' \
 && ret=0
 ;;
 (repair)
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
-json\:"One JSON document with "schema_version"\: 1"))' \
+json\:"One JSON document with "schema_version"\: 1 (schema/session-doctor.schema.json)"
+markdown\:"A GitHub-flavoured Markdown job summary (for \$GITHUB_STEP_SUMMARY)"
+github\:"GitHub Actions workflow commands\: one \:\:error/\:\:warning/\:\:notice line per finding"
+sarif\:"One SARIF 2.1.0 log (code scanning upload)"))' \
 '-j+[Worker threads (default\: the number of cores)]:N:_default' \
 '--jobs=[Worker threads (default\: the number of cores)]:N:_default' \
-'--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
-'--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
-'--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
-'--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
-'--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
-'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
-'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
 '--out=[Folder to write the copies into (created if missing). Never the source folder or inside it]:DIR:_files' \
 '--session=[Only repair this session (the whole store is still copied)]:ID:_default' \
 '--dry-run[Print the changes, write nothing]' \
 '--force[Replace copies that already exist under --out]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, Codex rollout-*.jsonl files, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR (else $HOME/.config/claude and $HOME/.claude), and Codex'\''s sessions/ and archived_sessions/ under $CODEX_HOME (else $HOME/.codex):_files' \
+'*::paths -- Stores to read, or folders holding them (default\: every agent'\''s data dirs):_files' \
 && ret=0
 ;;
 (compact)
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format]:FORMAT:((table\:"Tables for people"
-json\:"One JSON document with "schema_version"\: 1"))' \
+json\:"One JSON document with "schema_version"\: 1 (schema/session-doctor.schema.json)"
+markdown\:"A GitHub-flavoured Markdown job summary (for \$GITHUB_STEP_SUMMARY)"
+github\:"GitHub Actions workflow commands\: one \:\:error/\:\:warning/\:\:notice line per finding"
+sarif\:"One SARIF 2.1.0 log (code scanning upload)"))' \
 '-j+[Worker threads (default\: the number of cores)]:N:_default' \
 '--jobs=[Worker threads (default\: the number of cores)]:N:_default' \
+'--session=[The session to compact (an id or a unique prefix of one). Without it, every session with a finding compact fixes is compacted, one copy per store]:ID:_default' \
+'--out=[Folder to write the copy into. Never the source folder or inside it]:DIR:_files' \
+'--keep-turns=[If cutting history is needed, keep only the last N user turns]:N:_default' \
+'*--ignore=[Leave out findings with this code (repeatable; adds to the config file'\''s \`ignore\`)]:CODE:((unreadable\:"a row, file or line that is not valid JSON or lacks a required field"
+torn-tail\:"the last line of a JSONL file is an unfinished write"
+orphan-part\:"a part whose message does not exist"
+duplicate-id\:"an id stored more than once"
+dangling-parent\:"a parent id that names no message of the session"
+dangling-logical-parent\:"a Claude Code logicalParentUuid that names no message"
+parent-cycle\:"parent links that form a loop"
+closed-compression-session\:"a session ended by a compression that no session continues"
+empty-continuation\:"the session a resume lands on continues a compaction but holds no message"
+stale-parent\:"a message after a compaction whose parent is from before it"
+stale-first-kept\:"a compaction'\''s stored first kept entry the agent ignores, or that resends cut or orphaned history"
+orphan-in-context\:"a message the model sees whose parent it does not see"
+compaction-loop\:"repeated automatic compactions that make no progress"
+compaction-failed\:"a compaction summary that ended in an error"
+unfinished-tool-call\:"a tool call left without a result"
+overflow-error\:"a stored provider error that says the request was too big"
+unanswered-turns\:"the history ends with two or more user turns that got no reply"
+impossible-usage\:"a stored token count above the model'\''s context window"
+over-budget\:"the next turn does not fit the model'\''s usable budget"
+payload-too-large\:"the next request body exceeds the request-size limit"
+media-in-history\:"inline media older than the newest media message, resent every turn"))' \
 '--context=[Context window of the model the session resumes with (tokens)]:TOKENS:_default' \
 '--max-output=[Maximum output tokens of that model]:TOKENS:_default' \
 '--input-limit=[Input limit of that model (tokens), when it has one]:TOKENS:_default' \
 '--model=[Look the limits of this \`provider/model\` up in the models.dev JSON]:PROVIDER/MODEL:_default' \
 '--models-json=[models.dev JSON (default\: ~/.cache/opencode/models.json, then ~/.cache/kilo/models.json)]:PATH:_files' \
-'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default 6 MiB)]:BYTES:_default' \
-'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95)]:SHARE:_default' \
-'--session=[The session to compact (an id or a unique prefix of one). Without it, every session with a finding compact fixes is compacted, one copy per store]:ID:_default' \
-'--out=[Folder to write the copy into. Never the source folder or inside it]:DIR:_files' \
-'--keep-turns=[If cutting history is needed, keep only the last N user turns]:N:_default' \
+'--max-request-bytes=[Largest request body the provider or gateway accepts (bytes; default\: 6291456, 6 MiB)]:BYTES:_default' \
+'--headroom=[Share of --max-request-bytes kept for the system prompt and tool schemas the agent adds (0 to 0.95; default\: 0.25)]:SHARE:_default' \
+'--config=[Read this config file instead of looking one up (./session-doctor.toml, else \$XDG_CONFIG_HOME/session-doctor/config.toml, else ~/.config/session-doctor/config.toml). Flags override it]:PATH:_files' \
 '--dry-run[Print the plan (steps, figures, changes), write nothing]' \
 '--force[Replace a copy that already exists under --out]' \
+'(--config)--no-config[Read no config file]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::paths -- Stores to read\: opencode.db / kilo.db files, data dirs, legacy storage/ dirs, Claude Code <session>.jsonl files, project or projects/ dirs, Codex rollout-*.jsonl files, or folders containing them. Default\: the opencode and Kilo data dirs under $XDG_DATA_HOME and $HOME/.local/share, Claude Code'\''s projects/ under each dir of $CLAUDE_CONFIG_DIR (else $HOME/.config/claude and $HOME/.claude), and Codex'\''s sessions/ and archived_sessions/ under $CODEX_HOME (else $HOME/.codex):_files' \
+'*::paths -- Stores to read, or folders holding them (default\: every agent'\''s data dirs):_files' \
 && ret=0
 ;;
 (completions)
@@ -137,6 +210,13 @@ _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
 '--help[Print help]' \
 ':shell:(bash elvish fish powershell zsh)' \
+&& ret=0
+;;
+(man)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+'::command -- The command whose page to print (default\: the top-level page):_default' \
 && ret=0
 ;;
 (help)
@@ -175,6 +255,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(man)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -197,6 +281,7 @@ _session-doctor_commands() {
 'repair:Write a repaired copy of the store(s) into --out' \
 'compact:Write a copy in which one session fits its model budget and request-size limit' \
 'completions:Print a shell completion script to stdout' \
+'man:Print the man page (roff) of session-doctor or of one command to stdout' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'session-doctor commands' commands "$@"
@@ -225,6 +310,7 @@ _session-doctor__subcmd__help_commands() {
 'repair:Write a repaired copy of the store(s) into --out' \
 'compact:Write a copy in which one session fits its model budget and request-size limit' \
 'completions:Print a shell completion script to stdout' \
+'man:Print the man page (roff) of session-doctor or of one command to stdout' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'session-doctor help commands' commands "$@"
@@ -259,6 +345,11 @@ _session-doctor__subcmd__help__subcmd__list_commands() {
     local commands; commands=()
     _describe -t commands 'session-doctor help list commands' commands "$@"
 }
+(( $+functions[_session-doctor__subcmd__help__subcmd__man_commands] )) ||
+_session-doctor__subcmd__help__subcmd__man_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor help man commands' commands "$@"
+}
 (( $+functions[_session-doctor__subcmd__help__subcmd__repair_commands] )) ||
 _session-doctor__subcmd__help__subcmd__repair_commands() {
     local commands; commands=()
@@ -273,6 +364,11 @@ _session-doctor__subcmd__inspect_commands() {
 _session-doctor__subcmd__list_commands() {
     local commands; commands=()
     _describe -t commands 'session-doctor list commands' commands "$@"
+}
+(( $+functions[_session-doctor__subcmd__man_commands] )) ||
+_session-doctor__subcmd__man_commands() {
+    local commands; commands=()
+    _describe -t commands 'session-doctor man commands' commands "$@"
 }
 (( $+functions[_session-doctor__subcmd__repair_commands] )) ||
 _session-doctor__subcmd__repair_commands() {

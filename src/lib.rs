@@ -10,6 +10,7 @@
 pub mod budget;
 pub mod cli;
 mod commands;
+pub mod config;
 pub mod diagnose;
 pub mod edit;
 pub mod error;

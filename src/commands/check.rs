@@ -9,19 +9,19 @@ use anyhow::Result;
 use std::process::ExitCode;
 
 pub fn run(a: &CheckArgs) -> Result<ExitCode> {
-    let mut e = Engine::open(&a.common)?;
+    let settings = a.judging.settings()?;
+    let mut e = Engine::open(&a.common, settings.clone())?;
     let items = e.items(a.session.as_deref())?;
-    let budget = &a.common.budget;
     let sessions: Vec<_> = e
         .map(&items, |store, mut l| {
-            super::remedy::fill(store, &mut l, budget);
+            super::remedy::fill(store, &mut l, &settings);
             rows::check_session(&l.session, l.findings, &l.options)
         })
         .into_iter()
         .flatten()
         .collect();
     e.progress.finish();
-    let failed = a.fail_threshold().is_some_and(|t| {
+    let failed = a.fail_threshold(&settings).is_some_and(|t| {
         sessions
             .iter()
             .any(|s| s.findings.iter().any(|f| f.severity >= t))

@@ -89,7 +89,7 @@ pub(crate) fn plan_session(
 }
 
 pub fn run(a: &CompactArgs) -> Result<ExitCode> {
-    let mut e = Engine::open(&a.common)?;
+    let mut e = Engine::open(&a.common, a.judging.settings()?)?;
     let single = a.session.is_some();
     let items = e.items(a.session.as_deref())?;
     if single && items.len() > 1 {

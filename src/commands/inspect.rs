@@ -9,7 +9,7 @@ use anyhow::Result;
 use std::process::ExitCode;
 
 pub fn run(a: &InspectArgs) -> Result<ExitCode> {
-    let mut e = Engine::open(&a.common)?;
+    let mut e = Engine::open(&a.common, Default::default())?;
     let items = e.items(a.session.as_deref())?;
     if a.session.is_none() && items.len() > 1 {
         e.progress.finish();

@@ -9,7 +9,7 @@ use anyhow::Result;
 use std::process::ExitCode;
 
 pub fn run(a: &ListArgs) -> Result<ExitCode> {
-    let mut e = Engine::open(&a.common)?;
+    let mut e = Engine::open(&a.common, a.judging.settings()?)?;
     let items = e.items(a.session.as_deref())?;
     let rows: Vec<_> = e
         .map(&items, |_, l| rows::list_row(&l.session, &l.findings))

@@ -37,7 +37,38 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             clap_complete::generate(shell, &mut cmd, "session-doctor", &mut std::io::stdout());
             Ok(code(HEALTHY))
         }
+        Command::Man { command } => {
+            emit(man_page(command.as_deref())?)?;
+            Ok(code(HEALTHY))
+        }
     }
+}
+
+/// The man page (roff) of the top-level command, or of subcommand `name`,
+/// rendered by clap_mangen from the clap definition.
+fn man_page(name: Option<&str>) -> Result<String> {
+    let mut cmd = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    cmd.build();
+    let page = match name {
+        None => cmd,
+        Some(n) => cmd
+            .get_subcommands()
+            .find(|s| s.get_name() == n)
+            .cloned()
+            .with_context(|| {
+                format!(
+                    "no command {n}; commands: {}",
+                    cmd.get_subcommands()
+                        .filter(|s| !s.is_hide_set())
+                        .map(|s| s.get_name().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?,
+    };
+    let mut out = Vec::new();
+    clap_mangen::Man::new(page).render(&mut out)?;
+    String::from_utf8(out).context("the man page is not UTF-8")
 }
 
 /// Prints errors and warnings once: on stderr for tables (machine formats

@@ -17,7 +17,8 @@
 //! - **Progress.** One bar on stderr, in bytes of input (what takes the
 //!   time), drawn only when stderr is a terminal.
 
-use crate::cli::{BudgetArgs, Common};
+use crate::cli::Common;
+use crate::config::Settings;
 use crate::diagnose::{diagnose, Finding, Options};
 use crate::error::{InputError, Problems};
 use crate::formats::{discover, Store};
@@ -59,7 +60,9 @@ fn nearest<'a>(want: &str, ids: impl Iterator<Item = &'a str>) -> Vec<String> {
         .collect()
 }
 
-/// A session loaded and diagnosed, handed to a command's function.
+/// A session loaded and diagnosed, handed to a command's function. Its
+/// findings leave out the codes the settings ignore: every command sees the
+/// same set (reports, exit codes, remedies, compact's goals).
 pub struct Loaded {
     pub session: Session,
     pub findings: Vec<Finding>,
@@ -107,15 +110,17 @@ pub struct Engine {
     pub problems: Problems,
     /// The paths that were read (given, or the default data dirs).
     pub inputs: Vec<PathBuf>,
-    budget: BudgetArgs,
+    /// The settings sessions are diagnosed with.
+    pub settings: Settings,
     pool: rayon::ThreadPool,
     pub progress: Progress,
 }
 
 impl Engine {
-    /// Discovers the stores of `common`'s paths (or the default data dirs).
-    /// Fails (exit 2) when no path was given and no data dir exists.
-    pub fn open(common: &Common) -> Result<Engine> {
+    /// Discovers the stores of `common`'s paths (or the default data dirs),
+    /// to diagnose with `settings`. Fails (exit 2) when no path was given and
+    /// no data dir exists.
+    pub fn open(common: &Common, settings: Settings) -> Result<Engine> {
         let paths = common.paths();
         if paths.is_empty() {
             bail!("no PATH given and no data dir found (opencode and Kilo under $XDG_DATA_HOME or $HOME/.local/share; Claude Code projects/ under $CLAUDE_CONFIG_DIR, $HOME/.config/claude or $HOME/.claude; Codex sessions/ and archived_sessions/ under $CODEX_HOME or $HOME/.codex)");
@@ -126,7 +131,7 @@ impl Engine {
             .build()?;
         let d = pool.install(|| discover(&paths));
         let mut problems = d.problems;
-        if let Err(e) = crate::budget::check_models_json(&common.budget.limit_options()) {
+        if let Err(e) = crate::budget::check_models_json(&settings.limits) {
             problems.error(e);
         }
         let total = pool.install(|| d.stores.par_iter().map(|s| s.input_bytes()).sum());
@@ -134,7 +139,7 @@ impl Engine {
             stores: d.stores,
             problems,
             inputs: paths,
-            budget: common.budget.clone(),
+            settings,
             pool,
             progress: Progress::new(total),
         })
@@ -222,7 +227,7 @@ impl Engine {
         f: impl Fn(&dyn Store, Loaded) -> T + Sync + Send,
     ) -> Vec<Option<T>> {
         let stores = &self.stores;
-        let budget = &self.budget;
+        let settings = &self.settings;
         let progress = &self.progress;
         let results: Vec<Result<T, InputError>> = self.pool.install(|| {
             items
@@ -233,8 +238,9 @@ impl Engine {
                         .load(&it.id)
                         .map_err(|e| InputError::from_anyhow(store.path(), &e))
                         .map(|session| {
-                            let options = budget.options_for(&session);
-                            let findings = diagnose(&session, &options);
+                            let options = settings.options_for(&session);
+                            let mut findings = diagnose(&session, &options);
+                            findings.retain(|f| !settings.ignores(f.code));
                             f(
                                 store,
                                 Loaded {

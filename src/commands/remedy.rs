@@ -8,12 +8,13 @@
 //!   dir, the Codex home), which is never inside an input or an agent's
 //!   session folder, so the guard lets it through, and one folder per
 //!   session, so two commands never collide.
-//! - `compact` carries the budget flags the check ran with (so it measures
-//!   the same), and for a stored failure the size of the request that
+//! - `compact` carries the budget flags and ignored codes the check ran
+//!   with, from its flags or its config file (so it measures and plans the
+//!   same wherever it is run), and for a stored failure the size of the request that
 //!   failed as `--max-request-bytes` (a limit below it wedged the session).
 
 use super::pipeline::Loaded;
-use crate::cli::BudgetArgs;
+use crate::config::Settings;
 use crate::diagnose::{Fix, Severity};
 use crate::formats::Store;
 use std::path::{Path, PathBuf};
@@ -49,23 +50,28 @@ pub fn out_dir(store: &dyn Store, command: &str, id: &str) -> PathBuf {
     base.with_file_name(name).join(command).join(safe(id))
 }
 
-/// The budget flags of `b` that differ from the defaults.
-fn budget_flags(b: &BudgetArgs) -> Vec<String> {
+/// The budget flags of `b` that differ from the defaults, and its ignored
+/// codes that compact would otherwise act on (the others change nothing it
+/// plans).
+fn budget_flags(b: &Settings) -> Vec<String> {
     let mut v = Vec::new();
-    if let (Some(c), Some(o)) = (b.context, b.max_output) {
+    if let (Some(c), Some(o)) = (b.limits.context, b.limits.max_output) {
         v.push(format!("--context {c} --max-output {o}"));
     }
-    if let Some(i) = b.input_limit {
+    if let Some(i) = b.limits.input {
         v.push(format!("--input-limit {i}"));
     }
-    if let Some(m) = &b.model {
+    if let Some(m) = &b.limits.model {
         v.push(format!("--model {}", shell_words::quote(m)));
     }
-    if let Some(p) = &b.models_json {
+    if let Some(p) = &b.limits.models_json {
         v.push(format!("--models-json {}", quote(p)));
     }
     if (b.headroom - crate::diagnose::DEFAULT_HEADROOM).abs() > f64::EPSILON {
         v.push(format!("--headroom {}", b.headroom));
+    }
+    for code in b.ignore.iter().filter(|c| c.fix() == Fix::Compact) {
+        v.push(format!("--ignore {code}"));
     }
     v
 }
@@ -75,7 +81,7 @@ fn budget_flags(b: &BudgetArgs) -> Vec<String> {
 /// it: when compact cannot reach what the findings ask, the finding says
 /// why instead. A stored failure of the request size suggests its size as
 /// `--max-request-bytes` when that limit is reachable.
-pub fn fill(store: &dyn Store, l: &mut Loaded, budget: &BudgetArgs) {
+pub fn fill(store: &dyn Store, l: &mut Loaded, budget: &Settings) {
     let id = l.session.id.clone();
     let head = |cmd: &str| {
         format!(

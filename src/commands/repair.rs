@@ -10,7 +10,7 @@ use anyhow::Result;
 use std::process::ExitCode;
 
 pub fn run(a: &RepairArgs) -> Result<ExitCode> {
-    let mut e = Engine::open(&a.common)?;
+    let mut e = Engine::open(&a.common, Default::default())?;
     let items = e.items(a.session.as_deref())?;
     // Each session's edits and how they look in storage; the session is
     // dropped once its plan is made.

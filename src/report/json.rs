@@ -1,41 +1,68 @@
-//! JSON exporter: one document per run with `"schema_version": 1`.
+//! JSON exporter: one document per run. Every document starts with
+//! `"schema_version": 1` and `"tool": {"name", "version"}`, and ends with
+//! `"totals"` (sums over the document, see [`ListTotals`], [`InspectTotals`],
+//! [`CheckTotals`], [`CopyTotals`]), `"errors"` and `"warnings"` (arrays of
+//! `{"path", "reason"}`). The shape of each document kind is
+//! `schema/session-doctor.schema.json`.
 
 use super::*;
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
+/// The JSON exporter.
 pub struct JsonExporter;
 
-fn doc(key: &str, value: impl Serialize, problems: &Problems) -> String {
-    let mut v = json!({ "schema_version": SCHEMA_VERSION });
-    v[key] = serde_json::to_value(value).expect("report structs serialize");
-    v["errors"] = json!(problems.errors);
-    v["warnings"] = json!(problems.warnings);
-    let mut s = serde_json::to_string_pretty(&v).expect("report structs serialize");
+/// A value as JSON; the report structs are plain data (strings, numbers,
+/// maps with string keys), so this cannot fail on them, and a failure would
+/// print `null` rather than stop the run.
+fn value(v: impl Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// The document head: `schema_version` and `tool`.
+fn head() -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("schema_version".into(), json!(SCHEMA_VERSION));
+    m.insert("tool".into(), value(TOOL));
+    m
+}
+
+/// Appends `totals`, `errors` and `warnings` and prints the document.
+fn finish(mut m: Map<String, Value>, totals: impl Serialize, problems: &Problems) -> String {
+    m.insert("totals".into(), value(totals));
+    m.insert("errors".into(), value(&problems.errors));
+    m.insert("warnings".into(), value(&problems.warnings));
+    let mut s = serde_json::to_string_pretty(&Value::Object(m)).unwrap_or_else(|_| "{}".into());
     s.push('\n');
     s
 }
 
+/// A document whose payload is one array under `key`.
+fn doc(key: &str, v: impl Serialize, totals: impl Serialize, problems: &Problems) -> String {
+    let mut m = head();
+    m.insert(key.into(), value(v));
+    finish(m, totals, problems)
+}
+
 impl Exporter for JsonExporter {
     fn list(&self, rows: &[ListRow], problems: &Problems) -> String {
-        doc("sessions", rows, problems)
+        doc("sessions", rows, ListTotals::of(rows), problems)
     }
 
     fn inspect(&self, sessions: &[InspectSession], problems: &Problems) -> String {
-        doc("sessions", sessions, problems)
+        doc("sessions", sessions, InspectTotals::of(sessions), problems)
     }
 
     fn check(&self, sessions: &[CheckSession], problems: &Problems) -> String {
-        doc("sessions", sessions, problems)
+        doc("sessions", sessions, CheckTotals::of(sessions), problems)
     }
 
     fn compact(&self, report: &CompactReport, problems: &Problems) -> String {
-        let mut v = serde_json::to_value(report).expect("serializes");
-        v["schema_version"] = json!(SCHEMA_VERSION);
-        v["errors"] = json!(problems.errors);
-        v["warnings"] = json!(problems.warnings);
-        let mut s = serde_json::to_string_pretty(&v).expect("serializes");
-        s.push('\n');
-        s
+        let mut m = head();
+        if let Value::Object(fields) = value(report) {
+            m.extend(fields);
+        }
+        let totals = CopyTotals::compact(std::slice::from_ref(report), &[], true);
+        finish(m, totals, problems)
     }
 
     fn compact_batch(
@@ -44,27 +71,21 @@ impl Exporter for JsonExporter {
         copies: &[CopyRow],
         problems: &Problems,
     ) -> String {
-        let mut v = json!({
-            "schema_version": SCHEMA_VERSION,
-            "dry_run": sessions.first().is_some_and(|s| s.dry_run),
-        });
-        v["sessions"] = serde_json::to_value(sessions).expect("serializes");
-        v["copies"] = serde_json::to_value(copies).expect("serializes");
-        v["errors"] = json!(problems.errors);
-        v["warnings"] = json!(problems.warnings);
-        let mut s = serde_json::to_string_pretty(&v).expect("serializes");
-        s.push('\n');
-        s
+        let mut m = head();
+        m.insert(
+            "dry_run".into(),
+            json!(sessions.first().is_some_and(|s| s.dry_run)),
+        );
+        m.insert("sessions".into(), value(sessions));
+        m.insert("copies".into(), value(copies));
+        finish(m, CopyTotals::compact(sessions, copies, false), problems)
     }
 
     fn repair(&self, report: &RepairReport, problems: &Problems) -> String {
-        let mut v = json!({ "schema_version": SCHEMA_VERSION, "dry_run": report.dry_run });
-        v["changes"] = serde_json::to_value(&report.changes).expect("serializes");
-        v["copies"] = serde_json::to_value(&report.copies).expect("serializes");
-        v["errors"] = json!(problems.errors);
-        v["warnings"] = json!(problems.warnings);
-        let mut s = serde_json::to_string_pretty(&v).expect("serializes");
-        s.push('\n');
-        s
+        let mut m = head();
+        m.insert("dry_run".into(), json!(report.dry_run));
+        m.insert("changes".into(), value(&report.changes));
+        m.insert("copies".into(), value(&report.copies));
+        finish(m, CopyTotals::repair(report), problems)
     }
 }

@@ -2,8 +2,11 @@
 //! output format. The table is never the only place a number lives: every
 //! figure is a field of these structs, which the JSON exporter prints as is.
 
+mod github;
 mod json;
+mod markdown;
 pub mod rows;
+mod sarif;
 mod table;
 
 use crate::diagnose::{Finding, SeverityCounts};
@@ -12,7 +15,10 @@ use crate::error::Problems;
 use crate::model::Usage;
 use serde::Serialize;
 
+pub use github::GithubExporter;
 pub use json::JsonExporter;
+pub use markdown::MarkdownExporter;
+pub use sarif::SarifExporter;
 pub use table::TableExporter;
 
 /// JSON schema version of every document.
@@ -25,6 +31,14 @@ pub struct ListRow {
     pub id: String,
     pub title: Option<String>,
     pub source: String,
+    /// Newest time stored on a message of the session (created or
+    /// completed), milliseconds since the Unix epoch; `null` when it holds
+    /// no message.
+    pub last_activity: Option<i64>,
+    /// `provider/model` (as the agent stores it) of the newest assistant
+    /// message of the main history that names one, else the model the
+    /// session resumes with; `null` when no message names a model.
+    pub model: Option<String>,
     pub messages: usize,
     pub parts: usize,
     /// Stored bytes of all messages and parts.
@@ -211,5 +225,177 @@ pub fn exporter(format: crate::cli::OutputFormat) -> Box<dyn Exporter> {
     match format {
         crate::cli::OutputFormat::Table => Box::new(TableExporter::from_env()),
         crate::cli::OutputFormat::Json => Box::new(JsonExporter),
+        crate::cli::OutputFormat::Markdown => Box::new(MarkdownExporter),
+        crate::cli::OutputFormat::Github => Box::new(GithubExporter),
+        crate::cli::OutputFormat::Sarif => Box::new(SarifExporter),
+    }
+}
+
+/// The program that wrote a document (`"tool"` of every JSON document).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Tool {
+    /// Always `session-doctor`.
+    pub name: &'static str,
+    /// The crate version (semver).
+    pub version: &'static str,
+}
+
+/// This program.
+pub const TOOL: Tool = Tool {
+    name: "session-doctor",
+    version: env!("CARGO_PKG_VERSION"),
+};
+
+/// `list` totals: sums over the listed sessions.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ListTotals {
+    pub sessions: usize,
+    pub messages: usize,
+    pub parts: usize,
+    /// Stored bytes of all messages and parts.
+    pub payload_bytes: u64,
+    /// Decoded bytes of inline media.
+    pub media_bytes: u64,
+    /// Stored usage summed over every session (tokens, saturating).
+    pub tokens: Usage,
+    /// Findings of all sessions by severity.
+    pub findings: SeverityCounts,
+}
+
+impl ListTotals {
+    /// The sums of `rows`.
+    pub fn of(rows: &[ListRow]) -> Self {
+        let mut t = ListTotals {
+            sessions: rows.len(),
+            ..Default::default()
+        };
+        for r in rows {
+            t.messages = t.messages.saturating_add(r.messages);
+            t.parts = t.parts.saturating_add(r.parts);
+            t.payload_bytes = t.payload_bytes.saturating_add(r.payload_bytes);
+            t.media_bytes = t.media_bytes.saturating_add(r.media_bytes);
+            t.tokens.add(&r.tokens_total);
+            t.findings.error += r.findings.error;
+            t.findings.warning += r.findings.warning;
+            t.findings.info += r.findings.info;
+        }
+        t
+    }
+}
+
+/// `inspect` totals: sums over the inspected sessions.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct InspectTotals {
+    pub sessions: usize,
+    pub messages: usize,
+    pub parts: usize,
+    /// Stored bytes of all messages and parts.
+    pub payload_bytes: u64,
+    /// Decoded bytes of inline media.
+    pub media_bytes: u64,
+    /// Estimated tokens of all messages (characters / 4).
+    pub tokens_estimated: u64,
+}
+
+impl InspectTotals {
+    /// The sums of `sessions`.
+    pub fn of(sessions: &[InspectSession]) -> Self {
+        let mut t = InspectTotals {
+            sessions: sessions.len(),
+            ..Default::default()
+        };
+        for m in sessions.iter().flat_map(|s| &s.messages) {
+            t.messages += 1;
+            t.parts = t.parts.saturating_add(m.parts.len());
+            t.payload_bytes = t.payload_bytes.saturating_add(m.payload_bytes);
+            t.media_bytes = t.media_bytes.saturating_add(m.media_bytes);
+            t.tokens_estimated = t.tokens_estimated.saturating_add(m.tokens_estimated);
+        }
+        t
+    }
+}
+
+/// `check` totals: findings by severity and by code.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CheckTotals {
+    pub sessions: usize,
+    /// Sessions with at least one finding.
+    pub sessions_with_findings: usize,
+    pub findings: SeverityCounts,
+    /// Findings per code (only codes that occur), keyed by the code's name.
+    pub by_code: std::collections::BTreeMap<&'static str, usize>,
+}
+
+impl CheckTotals {
+    /// The counts of `sessions`.
+    pub fn of(sessions: &[CheckSession]) -> Self {
+        let mut t = CheckTotals {
+            sessions: sessions.len(),
+            ..Default::default()
+        };
+        for s in sessions {
+            if !s.findings.is_empty() {
+                t.sessions_with_findings += 1;
+            }
+            let c = SeverityCounts::of(&s.findings);
+            t.findings.error += c.error;
+            t.findings.warning += c.warning;
+            t.findings.info += c.info;
+            for f in &s.findings {
+                *t.by_code.entry(f.code.as_str()).or_default() += 1;
+            }
+        }
+        t
+    }
+}
+
+/// `repair` and `compact` totals: the copies and the changes in them.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CopyTotals {
+    /// Sessions planned (`compact`: those with a finding compact fixes, or the
+    /// one `--session`; `repair`: sessions with at least one change).
+    pub sessions: usize,
+    /// Sessions whose budget is not reachable (`compact` exits 1); 0 for `repair`.
+    pub unreachable: usize,
+    /// Store copies planned.
+    pub copies: usize,
+    /// Store copies written (0 with `--dry-run`).
+    pub copies_written: usize,
+    /// Stored changes (one per changed field of a message or part).
+    pub changes: usize,
+}
+
+impl CopyTotals {
+    /// The totals of a `repair` report.
+    pub fn repair(r: &RepairReport) -> Self {
+        let mut ids: Vec<&str> = r.changes.iter().map(|c| c.session_id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        CopyTotals {
+            sessions: ids.len(),
+            unreachable: 0,
+            copies: r.copies.len(),
+            copies_written: r.copies.iter().filter(|c| c.written).count(),
+            changes: r.changes.len(),
+        }
+    }
+
+    /// The totals of `compact` (`copies` is empty with `--session`: the
+    /// report itself says whether its copy was written).
+    pub fn compact(sessions: &[CompactReport], copies: &[CopyRow], single: bool) -> Self {
+        let (n, written) = if single {
+            let planned = sessions.iter().filter(|s| !s.changes.is_empty() && s.fits);
+            let written = sessions.iter().filter(|s| s.written).count();
+            (planned.count(), written)
+        } else {
+            (copies.len(), copies.iter().filter(|c| c.written).count())
+        };
+        CopyTotals {
+            sessions: sessions.len(),
+            unreachable: sessions.iter().filter(|s| s.unreachable.is_some()).count(),
+            copies: n,
+            copies_written: written,
+            changes: sessions.iter().map(|s| s.changes.len()).sum(),
+        }
     }
 }

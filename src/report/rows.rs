@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::diagnose::Options;
-use crate::model::{Part, Session};
+use crate::model::{Part, Role, Session};
 
 /// `list`: the row of one session.
 pub fn list_row(s: &Session, findings: &[Finding]) -> ListRow {
@@ -12,6 +12,8 @@ pub fn list_row(s: &Session, findings: &[Finding]) -> ListRow {
         id: s.id.clone(),
         title: s.title.clone(),
         source: s.source.display().to_string(),
+        last_activity: last_activity(s),
+        model: model(s),
         messages: s.messages.len(),
         parts: s.part_count(),
         payload_bytes: s.payload_bytes(),
@@ -30,6 +32,31 @@ pub fn list_row(s: &Session, findings: &[Finding]) -> ListRow {
             parent: l.parent.clone(),
         }),
     }
+}
+
+/// Newest time stored on a message (created or completed, ms since the
+/// Unix epoch), `None` for a session without messages.
+fn last_activity(s: &Session) -> Option<i64> {
+    s.messages
+        .iter()
+        .map(|m| {
+            m.time_completed
+                .map_or(m.time_created, |t| t.max(m.time_created))
+        })
+        .max()
+}
+
+/// The model of the newest assistant of the main history that names one
+/// (compaction summaries and sub-agents left out, as
+/// [`Session::resume_model`] leaves them out), else the resume model.
+fn model(s: &Session) -> Option<String> {
+    s.messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant && !m.summary && !m.sidechain && m.model.is_some())
+        .and_then(|m| m.model.as_deref())
+        .or_else(|| s.resume_model())
+        .map(str::to_string)
 }
 
 /// `check`: the findings of one session with the budget they were measured against.
