@@ -258,28 +258,7 @@ fn without_lone_surrogates(text: &str) -> Option<String> {
 /// twice counts once, the last one winning, as in Claude Code's
 /// `JSON.parse` (and in the loader).
 fn uuid_of(body: &[u8]) -> Option<String> {
-    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
-    struct Last;
-    impl<'de> Visitor<'de> for Last {
-        type Value = Option<String>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a JSON object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut uuid = None;
-            while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                if k == "uuid" {
-                    // A uuid that is not a string does not name the line.
-                    uuid = map.next_value::<Value>()?.as_str().map(str::to_string);
-                } else {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-            Ok(uuid)
-        }
-    }
-    let mut de = serde_json::Deserializer::from_slice(body);
-    de.deserialize_map(Last).ok().flatten()
+    super::parse::line_uuid(body)
 }
 
 /// What the edits do, by uuid.
