@@ -237,13 +237,22 @@ fn edit_line(v: &mut Value, edits: &[&Edit], mode: Mode) -> Result<()> {
                 if mode == Mode::Model {
                     note[NOTE_MARKER] = json!(true);
                 }
-                match item.get_mut("content") {
+                // A message with no content (or null) gets the note as its
+                // content; content of another type is left alone, without
+                // the note (fuzz input whole_codex-1).
+                let Some(obj) = item.as_object_mut() else {
+                    continue;
+                };
+                match obj.get_mut("content") {
                     Some(Value::Array(c)) => c.insert(0, note),
                     Some(Value::String(s)) => {
                         let old = text_item(s);
-                        item["content"] = json!([note, old]);
+                        obj.insert("content".into(), json!([note, old]));
                     }
-                    _ => bail!("message {} has no content to add a note to", e.message_id),
+                    None | Some(Value::Null) => {
+                        obj.insert("content".into(), json!([note]));
+                    }
+                    Some(_) => {}
                 }
             }
             Change::SetParent { .. } | Change::ClearParent { .. } => {
