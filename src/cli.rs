@@ -120,7 +120,7 @@ Exit codes:
   1  a session's budget cannot be reached (no copy is written for it)
   2  usage error, an input could not be read, or a copy could not be written";
 
-const MAN_AFTER_HELP: &str = "\\
+const MAN_AFTER_HELP: &str = "\
 Examples:
   session-doctor man | man -l -
   session-doctor man check > ~/.local/share/man/man1/session-doctor-check.1
