@@ -279,7 +279,7 @@ _session-doctor_commands() {
 'inspect:One row per message of a session\: sizes, tokens, parts, flags' \
 'check:Diagnose sessions; exit 1 when a finding reaches --fail-on' \
 'repair:Write a repaired copy of the store(s) into --out' \
-'compact:Write a copy in which one session fits its model budget and request-size limit' \
+'compact:Write a copy in which a session (without --session\: every session a finding asks for) fits its model budget and request-size limit' \
 'completions:Print a shell completion script to stdout' \
 'man:Print the man page (roff) of session-doctor or of one command to stdout' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -308,7 +308,7 @@ _session-doctor__subcmd__help_commands() {
 'inspect:One row per message of a session\: sizes, tokens, parts, flags' \
 'check:Diagnose sessions; exit 1 when a finding reaches --fail-on' \
 'repair:Write a repaired copy of the store(s) into --out' \
-'compact:Write a copy in which one session fits its model budget and request-size limit' \
+'compact:Write a copy in which a session (without --session\: every session a finding asks for) fits its model budget and request-size limit' \
 'completions:Print a shell completion script to stdout' \
 'man:Print the man page (roff) of session-doctor or of one command to stdout' \
 'help:Print this message or the help of the given subcommand(s)' \

@@ -33,7 +33,7 @@ pub enum Command {
     /// Write a repaired copy of the store(s) into --out.
     #[command(after_help = REPAIR_AFTER_HELP)]
     Repair(RepairArgs),
-    /// Write a copy in which one session fits its model budget and request-size limit.
+    /// Write a copy in which a session (without --session: every session a finding asks for) fits its model budget and request-size limit.
     #[command(after_help = COMPACT_AFTER_HELP)]
     Compact(CompactArgs),
     /// Print a shell completion script to stdout.
