@@ -354,16 +354,6 @@ fn copy_lines(out: &mut String, copies: &[CopyRow], dry_run: bool) {
     }
 }
 
-/// `.` when `text` does not already end a sentence, so the remedy that
-/// follows it reads as its own sentence.
-fn stop(text: &str) -> &'static str {
-    if text.trim_end().ends_with(['.', '!', '?', ':']) {
-        ""
-    } else {
-        "."
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -399,3 +399,13 @@ impl CopyTotals {
         }
     }
 }
+
+/// `.` when `text` does not already end a sentence, so the remedy that
+/// follows it reads as its own sentence.
+pub(crate) fn stop(text: &str) -> &'static str {
+    if text.trim_end().ends_with(['.', '!', '?', ':']) {
+        ""
+    } else {
+        "."
+    }
+}

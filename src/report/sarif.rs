@@ -324,16 +324,6 @@ impl Exporter for SarifExporter {
     }
 }
 
-/// `.` when `text` does not already end a sentence, so the remedy that
-/// follows it reads as its own sentence.
-fn stop(text: &str) -> &'static str {
-    if text.trim_end().ends_with(['.', '!', '?', ':']) {
-        ""
-    } else {
-        "."
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
