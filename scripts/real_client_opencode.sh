@@ -77,9 +77,10 @@ run_case() {
   "$BIN" "${cmd[@]}" "$fixture" --out "$out" --format json >"$dir/changes.json" \
     || { echo "session-doctor ${cmd[0]} failed"; return 1; }
 
-  # The out dir holds the repaired db and nothing else (no -wal, -shm, -journal, temp files).
+  # The out dir holds the repaired db and nothing else (no -wal, -shm, -journal, temp files)
+  # beside the manifest of the copies session-doctor wrote and its lock file.
   [ -f "$out/$db" ] || { echo "repair wrote no $out/$db"; return 1; }
-  extra="$(find "$out" -mindepth 1 ! -name "$db" -printf '%f ')"
+  extra="$(find "$out" -mindepth 1 ! -name "$db" ! -name .session-doctor-copies.json ! -name .session-doctor.lock -printf '%f ')"
   [ -z "$extra" ] || { echo "unexpected files in out dir: $extra"; return 1; }
   copy="$dir/data/opencode/opencode.db"   # kilo.db is loaded as opencode.db, see the header
   cp "$out/$db" "$copy" && chmod u+w "$copy"

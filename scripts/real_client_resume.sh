@@ -182,7 +182,7 @@ if [ -n "${SD_RESUME_COMPACTED_DB:-}" ]; then
   compacted="$SD_RESUME_COMPACTED_DB"
 elif "$BIN" compact "$FIX/opencode.db" --session "$SID" --out "$work/out" --max-request-bytes "$LIMIT" \
        --format json >"$work/compact.json" 2>"$work/compact.err"; then
-  extra="$( [ -d "$work/out" ] && find "$work/out" -mindepth 1 ! -name opencode.db -printf '%f ' || true)"
+  extra="$( [ -d "$work/out" ] && find "$work/out" -mindepth 1 ! -name opencode.db ! -name .session-doctor-copies.json ! -name .session-doctor.lock -printf '%f ' || true)"
   if [ ! -f "$work/out/opencode.db" ]; then
     fail "compact: exit 0 but no $work/out/opencode.db"
   elif [ -n "$extra" ]; then
