@@ -58,13 +58,18 @@ pub fn suggested_parents(s: &Session, indexes: &[usize]) -> Vec<Option<String>> 
     let mut want = indexes.iter().copied().peekable();
     match s.parent_links {
         ParentLinks::UserTurn => {
+            // The newest user message, but never one from before the
+            // latest compaction request (that would be a stale parent):
+            // after a request, the newest user message at or after it, else
+            // the request itself, as stale-parent's repair picks (fuzz input
+            // whole_opencode_db-1).
             let mut last_user: Option<usize> = None;
             for (i, m) in s.messages.iter().enumerate() {
                 while want.peek() == Some(&i) {
                     want.next();
                     out.push(last_user.map(|u| s.messages[u].id.clone()));
                 }
-                if m.role == Role::User {
+                if m.role == Role::User || m.compaction().is_some() {
                     last_user = Some(i);
                 }
             }
