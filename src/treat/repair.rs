@@ -125,8 +125,84 @@ pub fn plan(s: &Session) -> Vec<Edit> {
         edits.push((i, edit(&s.messages[i].id, Change::DropMessage)));
     }
     edits.sort_by_key(|(i, _)| *i);
-    let mut out: Vec<Edit> = edits.into_iter().map(|(_, e)| e).collect();
+    let cycle_ids: HashSet<&str> = oldest.iter().map(|&i| s.messages[i].id.as_str()).collect();
+    let mut out: Vec<Edit> =
+        no_new_cycles(s, edits.into_iter().map(|(_, e)| e).collect(), &cycle_ids);
     out.extend(session_edits(s));
+    out
+}
+
+/// Each suggestion avoids the message's own descendants in the stored
+/// graph, but two re-parentings together can still close a loop (A to B
+/// while B's dangling parent becomes C, a child of A; fuzz input
+/// whole_claude-14). With every edit applied, a re-parented message that
+/// sits in a cycle keeps its stored parent (its edit is dropped), or, when
+/// its edit was the one breaking a stored cycle (`cycle_ids`), becomes a
+/// root.
+fn no_new_cycles(s: &Session, edits: Vec<Edit>, cycle_ids: &HashSet<&str>) -> Vec<Edit> {
+    use rustc_hash::FxHashMap as HashMap;
+    if !edits
+        .iter()
+        .any(|e| matches!(e.change, Change::SetParent { .. }))
+    {
+        return edits;
+    }
+    // id -> the parents of every stored copy of it.
+    let mut parents: HashMap<String, Vec<String>> = HashMap::default();
+    for m in &s.messages {
+        let e = parents.entry(m.id.clone()).or_default();
+        if let Some(p) = &m.parent_id {
+            e.push(p.clone());
+        }
+    }
+    let stored = parents.clone();
+    for e in &edits {
+        match &e.change {
+            Change::SetParent { new, .. } => {
+                parents.insert(e.message_id.clone(), vec![new.clone()]);
+            }
+            Change::ClearParent { .. } => {
+                parents.insert(e.message_id.clone(), Vec::new());
+            }
+            _ => {}
+        }
+    }
+    let in_cycle = |parents: &HashMap<String, Vec<String>>, id: &str| {
+        let mut stack: Vec<&str> = parents
+            .get(id)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        let mut seen: HashSet<&str> = HashSet::default();
+        while let Some(p) = stack.pop() {
+            if p == id {
+                return true;
+            }
+            if seen.insert(p) {
+                stack.extend(parents.get(p).into_iter().flatten().map(String::as_str));
+            }
+        }
+        false
+    };
+    let mut out = Vec::with_capacity(edits.len());
+    for mut e in edits {
+        if let Change::SetParent { old, .. } = &e.change {
+            if in_cycle(&parents, &e.message_id) {
+                if cycle_ids.contains(e.message_id.as_str()) {
+                    parents.insert(e.message_id.clone(), Vec::new());
+                    e.change = Change::ClearParent {
+                        old: old.clone().unwrap_or_default(),
+                    };
+                } else {
+                    let back = stored.get(&e.message_id).cloned().unwrap_or_default();
+                    parents.insert(e.message_id.clone(), back);
+                    continue;
+                }
+            }
+        }
+        out.push(e);
+    }
     out
 }
 
