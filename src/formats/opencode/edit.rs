@@ -37,11 +37,31 @@ pub fn note_part_id(message_id: &str) -> String {
     format!("prt_{hex}00000000000000")
 }
 
+/// The `k`-th candidate id of the note part of `message_id`: candidate 0 is
+/// [`note_part_id`]; later ones (used only when an earlier one is already
+/// a part id: fuzz input whole_opencode_db-2) count up in the last digits,
+/// so they still sort before the message's other parts.
+pub fn note_part_id_candidate(message_id: &str, k: u32) -> String {
+    let id = note_part_id(message_id);
+    if k == 0 {
+        return id;
+    }
+    let digits = k.to_string();
+    let keep = id.len().saturating_sub(digits.len());
+    format!("{}{digits}", id.get(..keep).unwrap_or(&id))
+}
+
 /// The stored JSON of a note part.
-pub fn note_part(layout: Layout, session_id: &str, message_id: &str, text: &str) -> Value {
+pub fn note_part(
+    layout: Layout,
+    session_id: &str,
+    message_id: &str,
+    part_id: &str,
+    text: &str,
+) -> Value {
     let mut v = Map::new();
     if layout == Layout::Legacy {
-        v.insert("id".into(), json!(note_part_id(message_id)));
+        v.insert("id".into(), json!(part_id));
         v.insert("sessionID".into(), json!(session_id));
         v.insert("messageID".into(), json!(message_id));
     }
@@ -210,10 +230,10 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) ->
                 anyhow::bail!("message {}: opencode stores hold one copy per id", m.id)
             }
             Change::AddNote { text } => {
-                let raw = note_part(layout, &s.id, &m.id, text);
+                let pid = note_part_id(&m.id);
+                let raw = note_part(layout, &s.id, &m.id, &pid, text);
                 let bytes = layout.serialize(&raw).len() as u64;
-                let mut p = parse_part(&note_part_id(&m.id), raw.clone(), bytes)
-                    .map_err(|err| anyhow!(err))?;
+                let mut p = parse_part(&pid, raw.clone(), bytes).map_err(|err| anyhow!(err))?;
                 p.raw = Some(Box::new(raw));
                 m.parts.insert(0, p);
             }
@@ -307,5 +327,28 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
         field,
         old,
         new,
+    }
+}
+
+#[cfg(test)]
+mod note_id_tests {
+    use super::{note_part_id, note_part_id_candidate};
+
+    /// Later candidates keep the message's time digits and the length, so
+    /// they still sort before the message's own parts (whole_opencode_db-2).
+    #[test]
+    fn note_part_id_candidates_are_distinct_and_sort_first() {
+        let m = "msg_202f77907001ttE8o0E04KSE6W";
+        let first = note_part_id(m);
+        assert_eq!(note_part_id_candidate(m, 0), first);
+        let later: Vec<String> = (1..=12).map(|k| note_part_id_candidate(m, k)).collect();
+        for c in &later {
+            assert_eq!(c.len(), first.len());
+            assert_ne!(c, &first);
+            assert!(c.as_str() < "prt_202f77907001A");
+        }
+        let mut uniq = later.clone();
+        uniq.dedup();
+        assert_eq!(uniq.len(), later.len());
     }
 }

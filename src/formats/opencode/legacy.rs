@@ -154,8 +154,15 @@ impl LegacyStore {
                 e.change.name()
             ),
             Change::AddNote { text } => {
-                let v = edit::note_part(Layout::Legacy, &e.session_id, &e.message_id, text);
-                write(&part_file(&edit::note_part_id(&e.message_id)), &v)?;
+                let mut pid = edit::note_part_id(&e.message_id);
+                for k in 1..=1000 {
+                    if !part_file(&pid).exists() {
+                        break;
+                    }
+                    pid = edit::note_part_id_candidate(&e.message_id, k);
+                }
+                let v = edit::note_part(Layout::Legacy, &e.session_id, &e.message_id, &pid, text);
+                write(&part_file(&pid), &v)?;
             }
         }
         Ok(())

@@ -11,6 +11,7 @@ use crate::formats::{Copier, Store};
 use crate::model::{Agent, LoadProblem, ProblemKind, Session};
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::Connection;
+use rusqlite::OptionalExtension;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -410,10 +411,22 @@ fn apply_in_db(txn: &rusqlite::Transaction<'_>, e: &Edit) -> Result<()> {
                     |r| r.get(0),
                 )
                 .with_context(|| format!("message {mid} not found in the copy"))?;
-            let data = Layout::Sqlite.serialize(&edit::note_part(Layout::Sqlite, sid, mid, text));
+            let mut pid = edit::note_part_id(mid);
+            for k in 1..=1000 {
+                let taken = txn
+                    .query_row("SELECT 1 FROM part WHERE id = ?1", [&pid], |_| Ok(()))
+                    .optional()?
+                    .is_some();
+                if !taken {
+                    break;
+                }
+                pid = edit::note_part_id_candidate(mid, k);
+            }
+            let data =
+                Layout::Sqlite.serialize(&edit::note_part(Layout::Sqlite, sid, mid, &pid, text));
             txn.execute(
                 "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
-                rusqlite::params![edit::note_part_id(mid), mid, sid, t, data],
+                rusqlite::params![pid, mid, sid, t, data],
             )?;
         }
     }
