@@ -442,3 +442,18 @@ pub fn default_paths() -> Vec<PathBuf> {
     }
     out
 }
+
+/// The folder holding `path` (`.` for a bare file name): where a one-file
+/// store's copy path is taken relative to.
+pub(crate) fn folder_of(path: &std::path::Path) -> std::path::PathBuf {
+    path.parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| std::path::PathBuf::from("."))
+}
+
+/// The file name of `path` as a relative path, else `default`.
+pub(crate) fn file_name_or(path: &std::path::Path, default: &str) -> std::path::PathBuf {
+    path.file_name()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(default))
+}

@@ -1106,17 +1106,11 @@ impl Applier for DaStore {
 
 impl Copier for DaStore {
     fn copy_base(&self) -> PathBuf {
-        self.path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."))
+        crate::formats::folder_of(&self.path)
     }
 
     fn copy_path(&self) -> PathBuf {
-        self.path
-            .file_name()
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("session.db"))
+        crate::formats::file_name_or(&self.path, "session.db")
     }
 
     fn describe(&self, session: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {

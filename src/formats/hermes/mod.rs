@@ -294,19 +294,13 @@ impl Applier for HermesStore {
 
 impl Copier for HermesStore {
     fn copy_base(&self) -> PathBuf {
-        self.path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."))
+        crate::formats::folder_of(&self.path)
     }
 
     /// `state.db` (the file's own name): `--out` can be used as a
     /// `HERMES_HOME` as it is.
     fn copy_path(&self) -> PathBuf {
-        self.path
-            .file_name()
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("state.db"))
+        crate::formats::file_name_or(&self.path, "state.db")
     }
 
     fn describe(&self, session: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {

@@ -272,10 +272,7 @@ impl Applier for LegacyStore {
 
 impl Copier for LegacyStore {
     fn copy_base(&self) -> PathBuf {
-        self.path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."))
+        crate::formats::folder_of(&self.path)
     }
 
     fn copy_path(&self) -> PathBuf {

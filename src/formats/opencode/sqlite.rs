@@ -289,17 +289,11 @@ impl Applier for SqliteStore {
 
 impl Copier for SqliteStore {
     fn copy_base(&self) -> PathBuf {
-        self.path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."))
+        crate::formats::folder_of(&self.path)
     }
 
     fn copy_path(&self) -> PathBuf {
-        self.path
-            .file_name()
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("opencode.db"))
+        crate::formats::file_name_or(&self.path, "opencode.db")
     }
 
     fn describe(
