@@ -457,3 +457,107 @@ pub(crate) fn file_name_or(path: &std::path::Path, default: &str) -> std::path::
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(default))
 }
+
+/// The deepest nesting serde_json's tree reader accepts (its recursion limit
+/// is 128, counted from the top object): a line nested deeper cannot be read
+/// into a tree, so it could not be edited in a copy; it is `unreadable` (fuzz
+/// input claude_transcript-3). Shared by the JSONL formats, whose writers
+/// edit lines through trees.
+pub(crate) const MAX_DEPTH: usize = 127;
+
+/// Whether `body` nests arrays and objects deeper than [`MAX_DEPTH`]
+/// (brackets inside strings do not count). Lines with few brackets are
+/// answered by a count alone.
+pub(crate) fn too_deep(body: &[u8]) -> bool {
+    // At most MAX_DEPTH opening brackets anywhere (most lines): answered by
+    // a vectorized search that stops at the one past the limit.
+    if memchr::memchr2_iter(b'[', b'{', body)
+        .nth(MAX_DEPTH)
+        .is_none()
+    {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(&b) = body.get(i) {
+        i += 1;
+        match b {
+            b'"' => {
+                // Skip the string: jump to its next quote or backslash.
+                loop {
+                    let rest = body.get(i..).unwrap_or_default();
+                    let Some(k) = memchr::memchr2(b'"', b'\\', rest) else {
+                        return false; // an unterminated string: nothing after it counts
+                    };
+                    i += k + 1;
+                    if rest[k] == b'"' {
+                        break;
+                    }
+                    i += 1; // the escaped byte
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::{too_deep, MAX_DEPTH};
+
+    fn nested(depth: usize) -> Vec<u8> {
+        let mut v = b"{\"uuid\":\"u\",\"x\":".to_vec();
+        v.extend(std::iter::repeat_n(b'[', depth - 1));
+        v.push(b'0');
+        v.extend(std::iter::repeat_n(b']', depth - 1));
+        v.push(b'}');
+        v
+    }
+
+    /// `too_deep` draws the line exactly where serde_json's tree reader
+    /// stops, so every line the loader accepts can be edited.
+    #[test]
+    fn too_deep_matches_the_json_readers_limit() {
+        for d in [
+            1,
+            2,
+            MAX_DEPTH - 1,
+            MAX_DEPTH,
+            MAX_DEPTH + 1,
+            MAX_DEPTH + 2,
+            1000,
+        ] {
+            let line = nested(d);
+            let tree = serde_json::from_slice::<serde_json::Value>(&line).is_ok();
+            assert_eq!(!too_deep(&line), tree, "depth {d}");
+        }
+        // Brackets inside strings do not count.
+        let mut s = b"{\"uuid\":\"".to_vec();
+        s.extend(std::iter::repeat_n(b'[', 500));
+        s.extend_from_slice(b"\"}");
+        assert!(!too_deep(&s));
+        assert!(serde_json::from_slice::<serde_json::Value>(&s).is_ok());
+        // Escaped quotes and backslashes do not end a string; brackets after
+        // the string's end count again.
+        for inner in [&b"\\\"["[..], &b"\\\\"[..]] {
+            let mut s = b"{\"a\":\"".to_vec();
+            s.extend_from_slice(inner);
+            s.extend(std::iter::repeat_n(b'[', 200));
+            s.extend_from_slice(b"\"");
+            s.extend(std::iter::repeat_n(b'[', 200));
+            s.extend(std::iter::repeat_n(b']', 200));
+            s.extend_from_slice(b"}");
+            let tree = serde_json::from_slice::<serde_json::Value>(&s).is_ok();
+            assert!(!tree);
+            assert!(too_deep(&s), "{}", String::from_utf8_lossy(&s));
+        }
+    }
+}

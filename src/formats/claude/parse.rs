@@ -20,6 +20,7 @@
 //!   last line with no newline that is not JSON is a torn tail.
 
 use super::{file_name, view};
+use crate::formats::{too_deep, MAX_DEPTH};
 use crate::measure::{has_compact_marker, media_from_base64};
 use crate::model::*;
 use anyhow::{Context, Result};
@@ -283,46 +284,6 @@ fn rarr<'a>(r: Raw<'a>) -> Vec<&'a RawValue> {
 /// Bytes of a raw field as stored.
 fn rlen(r: Raw<'_>) -> u64 {
     r.map_or(0, |r| r.get().len() as u64)
-}
-
-/// The deepest nesting serde_json's tree reader accepts (its recursion limit
-/// is 128, counted from the top object): a line nested deeper cannot be read
-/// into a tree, so it could not be edited in a copy; it is `unreadable` (fuzz
-/// input claude_transcript-3).
-const MAX_DEPTH: usize = 127;
-
-/// Whether `body` nests arrays and objects deeper than [`MAX_DEPTH`]
-/// (brackets inside strings do not count). Lines with few brackets are
-/// answered by a count alone.
-fn too_deep(body: &[u8]) -> bool {
-    if body.iter().filter(|&&b| b == b'[' || b == b'{').count() <= MAX_DEPTH {
-        return false;
-    }
-    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
-    for &b in body {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_str = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
 }
 
 /// The uuid of a transcript line, read exactly as the loader reads it (the
@@ -957,44 +918,5 @@ pub(super) fn finish(s: &mut Session) {
         } else {
             format!("{boundaries} compaction(s): Claude Code stores no usage for its summarization calls, so tokens_total leaves them out")
         });
-    }
-}
-
-#[cfg(test)]
-mod depth_tests {
-    use super::{too_deep, MAX_DEPTH};
-
-    fn nested(depth: usize) -> Vec<u8> {
-        let mut v = b"{\"uuid\":\"u\",\"x\":".to_vec();
-        v.extend(std::iter::repeat_n(b'[', depth - 1));
-        v.push(b'0');
-        v.extend(std::iter::repeat_n(b']', depth - 1));
-        v.push(b'}');
-        v
-    }
-
-    /// `too_deep` draws the line exactly where serde_json's tree reader
-    /// stops, so every line the loader accepts can be edited.
-    #[test]
-    fn too_deep_matches_the_json_readers_limit() {
-        for d in [
-            1,
-            2,
-            MAX_DEPTH - 1,
-            MAX_DEPTH,
-            MAX_DEPTH + 1,
-            MAX_DEPTH + 2,
-            1000,
-        ] {
-            let line = nested(d);
-            let tree = serde_json::from_slice::<serde_json::Value>(&line).is_ok();
-            assert_eq!(!too_deep(&line), tree, "depth {d}");
-        }
-        // Brackets inside strings do not count.
-        let mut s = b"{\"uuid\":\"".to_vec();
-        s.extend(std::iter::repeat_n(b'[', 500));
-        s.extend_from_slice(b"\"}");
-        assert!(!too_deep(&s));
-        assert!(serde_json::from_slice::<serde_json::Value>(&s).is_ok());
     }
 }
