@@ -162,7 +162,11 @@ use crate::measure::char_count as chars;
 
 /// Milliseconds since the epoch of an RFC 3339 timestamp.
 pub fn time_ms(v: &Value) -> Option<i64> {
-    let t = str_at(v, "timestamp")?;
+    time_ms_of(str_at(v, "timestamp")?)
+}
+
+/// Milliseconds since the epoch of an RFC 3339 timestamp text.
+fn time_ms_of(t: &str) -> Option<i64> {
     let st = humantime::parse_rfc3339_weak(t.trim_end_matches('Z')).ok()?;
     st.duration_since(std::time::UNIX_EPOCH)
         .ok()
@@ -535,6 +539,53 @@ pub fn usage_of(u: &Value) -> Usage {
     }
 }
 
+/// What the loader reads of a line that is not a header, response item or
+/// compaction (`event_msg`, `turn_context`, ...): the rest is measured, not kept.
+struct Other<'a> {
+    ty: &'a str,
+    /// `payload.type` (the event type of an `event_msg`).
+    sub: Option<&'a str>,
+    /// `payload.model` (a `turn_context`'s model).
+    model: Option<&'a str>,
+    /// `payload.model_context_window` (a `task_started` event's).
+    window: Option<u64>,
+    /// `payload.info` (a `token_count` event's usage).
+    info: Option<&'a Value>,
+}
+
+/// A line's envelope read without a tree (most of a rollout's bytes are
+/// `token_count` events and `turn_context` lines; building their trees took
+/// most of the load time).
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    payload: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow)]
+    timestamp: Option<&'a serde_json::value::RawValue>,
+}
+
+/// The fields of an envelope's payload the loader reads (see [`Other`]).
+#[derive(serde::Deserialize)]
+struct Payload<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow)]
+    model: Option<&'a serde_json::value::RawValue>,
+    model_context_window: Option<Value>,
+    info: Option<Value>,
+}
+
+/// A raw value as text when it is a string, `Some(None)` when it is not
+/// (as `Value::as_str` answers), `None` when the string cannot be read.
+fn raw_str(r: Option<&serde_json::value::RawValue>) -> Option<Option<std::borrow::Cow<'_, str>>> {
+    match r {
+        Some(r) if r.get().starts_with('"') => serde_json::from_str(r.get()).ok().map(Some),
+        _ => Some(None),
+    }
+}
+
 /// Cross-line state of one pass over a rollout.
 struct Loader {
     s: Session,
@@ -605,29 +656,19 @@ impl Loader {
                 return;
             }
             Line::Other { ty, sub } => {
-                if !matches!(ty.as_str(), "event_msg" | "turn_context" | "record_type") {
-                    *self.extra_types.entry(ty.clone()).or_default() += 1;
-                }
-                if ty == "turn_context" {
-                    if let Some(md) = v.pointer("/payload/model").and_then(Value::as_str) {
-                        self.model = Some(md.to_string());
-                    }
-                }
-                if ty == "event_msg" {
-                    let p = &v["payload"];
-                    match sub.as_deref() {
-                        Some("task_started") => {
-                            if let Some(w) = p.get("model_context_window").and_then(Value::as_u64) {
-                                self.window = Some(w);
-                            }
-                        }
-                        Some("token_count") => {
-                            self.token_count(p, line);
-                            return;
-                        }
-                        _ => {}
-                    }
-                }
+                let p = v.get("payload");
+                let payload = |k: &str| p.and_then(|p| p.get(k));
+                self.other(
+                    Other {
+                        ty: &ty,
+                        sub: sub.as_deref(),
+                        model: payload("model").and_then(Value::as_str),
+                        window: payload("model_context_window").and_then(Value::as_u64),
+                        info: payload("info"),
+                    },
+                    line,
+                );
+                return;
             }
             Line::Compacted(p) => {
                 let text = str_at(p, "message").unwrap_or("");
@@ -690,7 +731,81 @@ impl Loader {
         }
     }
 
-    fn token_count(&mut self, p: &Value, line: LineRef) {
+    /// A line that is not a header, response item or compaction (see the
+    /// module notes): one message without parts, and what the loader learns
+    /// from it (the model, the context window, a request's usage).
+    fn other(&mut self, o: Other<'_>, line: LineRef) {
+        if !matches!(o.ty, "event_msg" | "turn_context" | "record_type") {
+            *self.extra_types.entry(o.ty.to_string()).or_default() += 1;
+        }
+        if o.ty == "turn_context" {
+            if let Some(md) = o.model {
+                self.model = Some(md.to_string());
+            }
+        }
+        if o.ty == "event_msg" {
+            match o.sub {
+                Some("task_started") => {
+                    if let Some(w) = o.window {
+                        self.window = Some(w);
+                    }
+                }
+                Some("token_count") => return self.token_count(o.info, line),
+                _ => {}
+            }
+        }
+        let role = match o.sub {
+            Some(sub) if o.ty == "event_msg" => format!("{}/{sub}", o.ty),
+            _ => o.ty.to_string(),
+        };
+        let mut m = message(
+            &ids::line(line.line),
+            Role::Other(sym(&role)),
+            line,
+            self.time,
+        );
+        m.info_bytes = line.bytes;
+        self.push(m);
+    }
+
+    /// A line read without building its tree: `None` when it needs one
+    /// (a header, response item or compaction, or any shape the typed read
+    /// does not take, such as repeated keys; the tree reader then decides).
+    fn fast_line(&mut self, body: &[u8], line: LineRef) -> Option<()> {
+        // The typed read skips what it does not keep at any depth; a line
+        // the tree reader refuses must stay refused.
+        if crate::formats::too_deep(body) {
+            return None;
+        }
+        let e: Envelope<'_> = serde_json::from_slice(body).ok()?;
+        let ty = e.ty?;
+        let payload = e.payload?;
+        if matches!(&*ty, "session_meta" | "response_item" | "compacted") {
+            return None;
+        }
+        let p: Payload<'_> = serde_json::from_str(payload.get()).ok()?;
+        let sub = raw_str(p.ty)?;
+        if let Some(t) = e.timestamp {
+            self.time = raw_str(Some(t))?
+                .as_deref()
+                .and_then(time_ms_of)
+                .unwrap_or(self.time);
+        }
+        self.first = false;
+        self.other(
+            Other {
+                ty: &ty,
+                sub: sub.as_deref(),
+                model: raw_str(p.model)?.as_deref(),
+                window: p.model_context_window.as_ref().and_then(Value::as_u64),
+                info: p.info.as_ref(),
+            },
+            line,
+        );
+        Some(())
+    }
+
+    fn token_count(&mut self, info: Option<&Value>, line: LineRef) {
         let id = ids::line(line.line);
         let mut m = message(
             &id,
@@ -699,7 +814,7 @@ impl Loader {
             self.time,
         );
         m.info_bytes = line.bytes;
-        let info = p.get("info").filter(|i| !i.is_null());
+        let info = info.filter(|i| !i.is_null());
         if let Some(info) = info {
             if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
                 self.window.get_or_insert(w);
@@ -809,6 +924,19 @@ impl Loader {
 /// Reads a whole rollout from `r`: `path` names it in problems, `id` is the
 /// session id when the header names none.
 pub fn load(r: impl BufRead, path: &Path, id: &str) -> std::io::Result<Session> {
+    load_lines(r, path, id, true).map(|(s, _)| s)
+}
+
+/// [`load`], with the typed read of non-item lines (`fast`) or every line
+/// through a tree (the two must agree: a test loads every fixture both ways).
+/// Also answers how many lines the typed read took.
+fn load_lines(
+    r: impl BufRead,
+    path: &Path,
+    id: &str,
+    fast: bool,
+) -> std::io::Result<(Session, u64)> {
+    let mut typed = 0u64;
     let mut l = Loader {
         s: Session::new(Agent::Codex, "", None, path.to_path_buf()),
         first: true,
@@ -849,6 +977,10 @@ pub fn load(r: impl BufRead, path: &Path, id: &str) -> std::io::Result<Session> 
             l.s.other_bytes += read;
             continue;
         }
+        if fast && l.fast_line(body, line).is_some() {
+            typed += 1;
+            continue;
+        }
         match serde_json::from_slice::<Value>(body) {
             Ok(v) if v.is_object() => l.line(&v, line),
             Ok(_) | Err(_) => {
@@ -882,7 +1014,7 @@ pub fn load(r: impl BufRead, path: &Path, id: &str) -> std::io::Result<Session> 
     if l.s.id.is_empty() {
         l.s.id = id.to_string();
     }
-    Ok(l.finish())
+    Ok((l.finish(), typed))
 }
 
 /// `buf` without its line ending.
@@ -892,4 +1024,69 @@ pub fn trim_eol(buf: &[u8]) -> &[u8] {
         b = rest;
     }
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::load_lines;
+    use std::path::Path;
+
+    /// Lines of every kind the typed read takes or refuses, mixed into a
+    /// real rollout: repeated keys, a payload that is not an object, a null
+    /// payload or info, a non-string type or timestamp, escapes, a line
+    /// nested too deep.
+    const ODD_LINES: &[&str] = &[
+        r#"{"timestamp":"2026-01-01T00:00:00Z","type":"event_msg","payload":{"type":"token_count","info":null}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:01Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5,"total_tokens":9},"last_token_usage":{"input_tokens":5,"output_tokens":4,"total_tokens":9},"model_context_window":1000}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:02Z","type":"event_msg","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:03Z","type":"turn_context","payload":"not an object"}"#,
+        r#"{"timestamp":"2026-01-01T00:00:04Z","type":"turn_context","payload":null}"#,
+        r#"{"timestamp":12,"type":"turn_context","payload":{"model":"m\u00e9"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:05Z","type":7,"payload":{"type":"x"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:06Z","type":"event_msg","payload":{"type":"task_started","model_context_window":2.5}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:07Z","type":"event_msg","payload":{"type":"task_started","model_context_window":4000,"model_context_window":5000}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:08Z","type":"world_state","payload":{"type":["a"]}}"#,
+        r#"{"record_type":"state"}"#,
+    ];
+
+    /// Loads `bytes` both ways; answers how many lines the typed read took.
+    fn both_ways(bytes: &[u8], name: &str) -> u64 {
+        let (fast, typed) = load_lines(bytes, Path::new(name), "x", true).unwrap();
+        let (tree, none) = load_lines(bytes, Path::new(name), "x", false).unwrap();
+        assert!(!fast.messages.is_empty(), "{name}: nothing loaded");
+        assert_eq!(none, 0);
+        assert_eq!(format!("{fast:?}"), format!("{tree:?}"), "{name}");
+        typed
+    }
+
+    /// The typed read of non-item lines loads exactly what the tree reader
+    /// loads, on every Codex fixture and on odd lines mixed into one.
+    #[test]
+    fn typed_read_of_other_lines_matches_the_tree_reader() {
+        let (mut n, mut typed_files) = (0, 0);
+        for e in walkdir::WalkDir::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/codex")) {
+            let e = e.unwrap();
+            let name = e.path().display().to_string();
+            if !name.ends_with(".jsonl") || name.contains("stub_requests") {
+                continue;
+            }
+            let bytes = std::fs::read(e.path()).unwrap();
+            if both_ways(&bytes, &name) > 0 {
+                typed_files += 1;
+            }
+            let mut odd = bytes.clone();
+            let mut deep = String::from(r#"{"type":"event_msg","payload":{"type":"x","y":"#);
+            deep.push_str(&"[".repeat(200));
+            deep.push_str(&"]".repeat(200));
+            deep.push_str("}}");
+            for l in ODD_LINES.iter().copied().chain([deep.as_str()]) {
+                odd.extend_from_slice(l.as_bytes());
+                odd.push(b'\n');
+            }
+            assert!(both_ways(&odd, &format!("{name} + odd lines")) >= 3);
+            n += 1;
+        }
+        assert!(n >= 5, "{n} rollouts");
+        assert!(typed_files >= 4, "{typed_files} of {n} rollouts read typed");
+    }
 }
