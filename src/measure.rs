@@ -48,7 +48,12 @@ pub fn parse_data_url(url: &str, filename: Option<&str>) -> Option<Media> {
 /// tolerated; undecodable data counts with its estimated decoded size
 /// (`len * 3 / 4`) and the hash of the raw text.
 pub fn media_from_base64(mime: &str, data: &str, filename: Option<&str>) -> Media {
-    let cleaned: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    // Most data has no line breaks: borrowed, not copied.
+    let cleaned: std::borrow::Cow<'_, str> = if data.bytes().any(|b| b.is_ascii_whitespace()) {
+        data.chars().filter(|c| !c.is_ascii_whitespace()).collect()
+    } else {
+        data.into()
+    };
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(cleaned.as_bytes())
         .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(cleaned.as_bytes()));
