@@ -44,6 +44,24 @@ fn plan_one(a: &CompactArgs, store: &dyn Store, store_index: usize, l: &Loaded) 
     })
 }
 
+/// What compacting `l` aims at: its findings give the goals, its options
+/// the budget; `max_request_bytes` replaces the session's limit when given.
+pub(crate) fn target(
+    l: &Loaded,
+    keep_turns: Option<usize>,
+    max_request_bytes: Option<u64>,
+) -> Target {
+    let o = &l.options;
+    let max_request_bytes = max_request_bytes.unwrap_or(o.max_request_bytes);
+    Target {
+        budget: o.budget.as_ref().ok().cloned(),
+        max_request_bytes,
+        headroom_bytes: (max_request_bytes as f64 * o.headroom).round() as u64,
+        keep_turns,
+        goals: Goals::of(&l.findings),
+    }
+}
+
 /// The compaction of one loaded session (its findings give the goals),
 /// with `max_request_bytes` instead of the session's limit when given.
 /// Shared with `check`, which plans before it prints a compact command.
@@ -55,14 +73,7 @@ pub(crate) fn plan_session(
     max_request_bytes: Option<u64>,
 ) -> Result<(CompactReport, Vec<Edit>)> {
     let o = &l.options;
-    let max_request_bytes = max_request_bytes.unwrap_or(o.max_request_bytes);
-    let target = Target {
-        budget: o.budget.as_ref().ok().cloned(),
-        max_request_bytes,
-        headroom_bytes: (max_request_bytes as f64 * o.headroom).round() as u64,
-        keep_turns,
-        goals: Goals::of(&l.findings),
-    };
+    let target = target(l, keep_turns, max_request_bytes);
     let c = store.copier();
     let plan = crate::treat::compact::plan(c, &l.session, &target)?;
     let report = CompactReport {

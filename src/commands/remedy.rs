@@ -118,10 +118,13 @@ pub fn fill(store: &dyn Store, l: &mut Loaded, budget: &Settings) {
         let user_limit = (budget.max_request_bytes != crate::diagnose::DEFAULT_MAX_REQUEST_BYTES)
             .then_some(budget.max_request_bytes);
         let lref: &Loaded = l;
+        // Only whether compact reaches its goals: the plan's edits are not
+        // described (compact itself does that).
         let plan = |limit: Option<u64>| -> Result<(), String> {
-            let (r, _) = super::compact::plan_session(store, lref, None, true, limit)
+            let target = super::compact::target(lref, None, limit);
+            let p = crate::treat::compact::plan(store.copier(), &lref.session, &target)
                 .map_err(|e| format!("{e:#}"))?;
-            match (r.unreachable, r.nothing_to_change) {
+            match (p.unreachable, p.edits.is_empty()) {
                 (Some(why), _) => Err(why),
                 (None, true) => Err("it would change nothing".into()),
                 (None, false) => Ok(()),

@@ -561,7 +561,8 @@ pub fn plan(store: &dyn Applier, s: &Session, t: &Target) -> Result<Plan> {
         usable_tokens: t.usable(),
         overhead_tokens: overhead,
     };
-    let mut cur = s.clone();
+    // The session as edited so far: borrowed until the first step edits it.
+    let mut cur: std::borrow::Cow<'_, Session> = std::borrow::Cow::Borrowed(s);
     type StepFn<'a> = Box<dyn Fn(&Session) -> Vec<Edit> + 'a>;
     let steps: Vec<(&'static str, StepFn)> = vec![
         ("strip-media", Box::new(strip_media)),
@@ -593,7 +594,7 @@ pub fn plan(store: &dyn Applier, s: &Session, t: &Target) -> Result<Plan> {
         if edits.is_empty() {
             continue;
         }
-        cur = store.apply(&cur, &edits)?;
+        cur = std::borrow::Cow::Owned(store.apply(&cur, &edits)?);
         let parts_changed = edits
             .iter()
             .filter(|e| e.change.part_id().is_some())
@@ -637,7 +638,7 @@ pub fn plan(store: &dyn Applier, s: &Session, t: &Target) -> Result<Plan> {
                     after,
                 });
                 plan.edits.extend(edits);
-                cur = next;
+                cur = std::borrow::Cow::Owned(next);
                 break;
             }
         }
