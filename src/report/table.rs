@@ -477,8 +477,21 @@ enum Give {
 
 /// One column: a header and cells per form (widest first), alignment and
 /// how it gives way.
+/// Widest of `cells` and `header`, in display columns.
+fn widest(header: &str, cells: &[String]) -> usize {
+    cells
+        .iter()
+        .map(|c| len(c))
+        .chain(std::iter::once(len(header)))
+        .max()
+        .unwrap_or(0)
+}
+
 struct Col {
     forms: Vec<(String, Vec<String>)>,
+    /// Widest cell or header of each form, measured once (a huge session's
+    /// `inspect` has hundreds of thousands of cells per column).
+    naturals: Vec<usize>,
     form: usize,
     right: bool,
     give: Give,
@@ -491,6 +504,7 @@ impl Col {
     /// A left-aligned column that does not give way.
     fn new(header: &str, cells: Vec<String>) -> Col {
         Col {
+            naturals: vec![widest(header, &cells)],
             forms: vec![(header.to_string(), cells)],
             form: 0,
             right: false,
@@ -514,6 +528,7 @@ impl Col {
 
     /// The same column with a narrower form (tried by [`Step::Next`]).
     fn or(mut self, header: &str, cells: Vec<String>) -> Col {
+        self.naturals.push(widest(header, &cells));
         self.forms.push((header.to_string(), cells));
         self
     }
@@ -528,12 +543,7 @@ impl Col {
 
     /// Widest cell or header of the current form.
     fn natural(&self) -> usize {
-        self.cells()
-            .iter()
-            .map(|c| len(c))
-            .chain(std::iter::once(len(self.header())))
-            .max()
-            .unwrap_or(0)
+        self.naturals.get(self.form).copied().unwrap_or(0)
     }
 
     fn width(&self) -> usize {

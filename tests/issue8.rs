@@ -1,0 +1,98 @@
+//! Issue 8: one huge session streams through bounded work. These tests pin
+//! the shapes that used to grow with the square of a session's length (the
+//! figures themselves are printed by `benches/`, never asserted here).
+
+mod common;
+use common::*;
+use std::path::Path;
+
+/// A real Claude Code transcript (`multi`, 89 lines) repeated `copies`
+/// times into one file, every uuid suffixed per copy so nothing dedupes.
+fn long_transcript(dir: &Path, copies: usize) -> (std::path::PathBuf, usize) {
+    let src = fixtures().join(
+        "claude-code/claude-code-gen/multi/projects/-home-dev-cc-dev-claude-multi-proj/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl",
+    );
+    let text = std::fs::read_to_string(&src).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let project = dir.join("projects/-home-dev-long");
+    std::fs::create_dir_all(&project).unwrap();
+    let out = project.join("0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl");
+    let mut w = String::new();
+    let mut messages = 0;
+    for k in 0..copies {
+        for v in &lines {
+            let mut v = v.clone();
+            for key in ["uuid", "parentUuid", "logicalParentUuid"] {
+                if let Some(serde_json::Value::String(s)) = v.get_mut(key) {
+                    s.push_str(&format!("-{k}"));
+                }
+            }
+            if v.get("uuid").is_some() {
+                messages += 1;
+            }
+            w.push_str(&v.to_string());
+            w.push('\n');
+        }
+    }
+    std::fs::write(&out, w).unwrap();
+    (dir.join("projects"), messages)
+}
+
+/// `inspect` of a session of tens of thousands of messages prints every
+/// row, as a table and as JSON. The table's column fitting measured every
+/// cell again for each cell it cut (a 242k-line Codex rollout did not finish
+/// in 8 minutes); JSON built a tree of the whole document first.
+#[test]
+fn issue8_inspect_of_a_long_session_prints_every_row_as_table_and_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (projects, messages) = long_transcript(tmp.path(), 250);
+    assert!(messages > 10_000, "{messages} messages");
+    let p = projects.to_str().unwrap();
+
+    let doc = json(&["inspect", "--top", "5", "--format", "json", p]);
+    let s = &doc["sessions"][0];
+    let rows = s["messages"].as_array().unwrap();
+    assert_eq!(rows.len(), messages);
+    assert_eq!(s["top_parts"].as_array().unwrap().len(), 5);
+    // Largest first.
+    let top: Vec<u64> = s["top_parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["payload_bytes"].as_u64().unwrap())
+        .collect();
+    assert!(top.windows(2).all(|w| w[0] >= w[1]), "{top:?}");
+    // Ids move into the rows in order.
+    assert!(rows[0]["id"].as_str().unwrap().ends_with("-0"));
+    assert!(rows[messages - 1]["id"].as_str().unwrap().ends_with("-249"));
+
+    let out = bin()
+        .args(["inspect", "--top", "5", p])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    let last = rows[messages - 1]["id"].as_str().unwrap();
+    // The id column may be cut to fit 80 columns: its tail ends the row.
+    assert!(
+        table
+            .lines()
+            .filter(|l| l.contains("-249") || l.contains(last))
+            .count()
+            >= 1,
+        "last message row missing"
+    );
+    assert!(
+        table.lines().count() > messages,
+        "{} lines",
+        table.lines().count()
+    );
+}
