@@ -36,11 +36,42 @@ fn finish(mut m: Map<String, Value>, totals: impl Serialize, problems: &Problems
     s
 }
 
-/// A document whose payload is one array under `key`.
+/// A document whose payload is one array under `key`, written straight
+/// from the rows: no tree of the whole document is built (a huge session's
+/// `inspect` has hundreds of thousands of rows). The same text as a tree
+/// printed by [`finish`] (keys in this order).
+struct Doc<'a, V, T> {
+    key: &'a str,
+    v: V,
+    totals: T,
+    problems: &'a Problems,
+}
+
+impl<V: Serialize, T: Serialize> Serialize for Doc<'_, V, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in head() {
+            m.serialize_entry(&k, &v)?;
+        }
+        m.serialize_entry(self.key, &self.v)?;
+        m.serialize_entry("totals", &self.totals)?;
+        m.serialize_entry("errors", &self.problems.errors)?;
+        m.serialize_entry("warnings", &self.problems.warnings)?;
+        m.end()
+    }
+}
+
 fn doc(key: &str, v: impl Serialize, totals: impl Serialize, problems: &Problems) -> String {
-    let mut m = head();
-    m.insert(key.into(), value(v));
-    finish(m, totals, problems)
+    let d = Doc {
+        key,
+        v,
+        totals,
+        problems,
+    };
+    let mut s = serde_json::to_string_pretty(&d).unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    s
 }
 
 impl Exporter for JsonExporter {
