@@ -25,7 +25,7 @@ pub fn run(a: &InspectArgs) -> Result<ExitCode> {
         );
     }
     let sessions: Vec<_> = e
-        .map(&items, |_, l| rows::inspect_session(&l.session, a.top))
+        .map(&items, |_, l| rows::inspect_session(l.session, a.top))
         .into_iter()
         .flatten()
         .collect();

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::diagnose::Options;
-use crate::model::{Part, Role, Session};
+use crate::model::{Message, Part, Role, Session};
 
 /// `list`: the row of one session.
 pub fn list_row(s: &Session, findings: &[Finding]) -> ListRow {
@@ -91,9 +91,8 @@ pub fn part_row(message_id: &str, p: &Part) -> PartRow {
     }
 }
 
-/// Flags of message `i` (`visible`: [`Session::visible_mask`]).
-fn flags(s: &Session, visible: &[bool], i: usize) -> Vec<&'static str> {
-    let m = &s.messages[i];
+/// Flags of message `m` (`visible`: whether the model sees it next turn).
+fn flags(m: &Message, visible: bool) -> Vec<&'static str> {
     let mut f = Vec::new();
     if m.compaction().is_some() {
         f.push("compaction");
@@ -110,26 +109,50 @@ fn flags(s: &Session, visible: &[bool], i: usize) -> Vec<&'static str> {
     if m.sidechain {
         f.push("sidechain");
     }
-    f.push(if visible.get(i).copied().unwrap_or(false) {
-        "visible"
-    } else {
-        "hidden"
-    });
+    f.push(if visible { "visible" } else { "hidden" });
     f
 }
 
-/// `inspect`: one row per message, and the `top` largest parts.
-pub fn inspect_session(s: &Session, top: Option<usize>) -> InspectSession {
+/// `inspect`: one row per message, and the `top` largest parts. Takes the
+/// session: each message is dropped as its row is built (ids move into the
+/// rows), so a huge session and its rows are not both held whole.
+pub fn inspect_session(s: Session, top: Option<usize>) -> InspectSession {
     let visible = s.visible_mask();
-    let messages = s
-        .messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| MessageRow {
+    // The largest parts first, by (bytes, id): only positions are sorted.
+    let top_parts = top.map(|n| {
+        let mut all: Vec<(usize, usize)> = s
+            .messages
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| (0..m.parts.len()).map(move |k| (i, k)))
+            .collect();
+        let part = |&(i, k): &(usize, usize)| &s.messages[i].parts[k];
+        all.sort_by(|a, b| {
+            let (pa, pb) = (part(a), part(b));
+            pb.payload_bytes
+                .cmp(&pa.payload_bytes)
+                .then(pa.id.cmp(&pb.id))
+        });
+        all.iter()
+            .take(n)
+            .map(|&(i, k)| part_row(&s.messages[i].id, &s.messages[i].parts[k]))
+            .collect()
+    });
+    let Session {
+        agent,
+        id,
+        source,
+        visible: visible_ix,
+        messages: stored,
+        ..
+    } = s;
+    let mut messages = Vec::with_capacity(stored.len());
+    for (i, m) in stored.into_iter().enumerate() {
+        let f = flags(&m, visible.get(i).copied().unwrap_or(false));
+        let parts = m.parts.iter().map(|p| part_row(&m.id, p)).collect();
+        messages.push(MessageRow {
             index: i,
-            id: m.id.clone(),
             role: m.role.as_str().to_string(),
-            parent_id: m.parent_id.clone(),
             line: m.line.map(|l| l.line),
             time_created: m.time_created,
             payload_bytes: m.payload_bytes(),
@@ -137,31 +160,17 @@ pub fn inspect_session(s: &Session, top: Option<usize>) -> InspectSession {
             media_count: m.media_count(),
             tokens_estimated: m.tokens_estimated(),
             tokens_reported: m.usage,
-            parts: m.parts.iter().map(|p| part_row(&m.id, p)).collect(),
-            flags: flags(s, &visible, i),
-        })
-        .collect();
-    let top_parts = top.map(|n| {
-        let mut all: Vec<(&str, &Part)> = s
-            .messages
-            .iter()
-            .flat_map(|m| m.parts.iter().map(move |p| (m.id.as_str(), p)))
-            .collect();
-        all.sort_by(|a, b| {
-            b.1.payload_bytes
-                .cmp(&a.1.payload_bytes)
-                .then(a.1.id.cmp(&b.1.id))
+            parts,
+            flags: f,
+            id: m.id,
+            parent_id: m.parent_id,
         });
-        all.into_iter()
-            .take(n)
-            .map(|(mid, p)| part_row(mid, p))
-            .collect()
-    });
+    }
     InspectSession {
-        agent: s.agent.name(),
-        id: s.id.clone(),
-        source: s.source.display().to_string(),
-        visible_messages: s.visible.len(),
+        agent: agent.name(),
+        id,
+        source: source.display().to_string(),
+        visible_messages: visible_ix.len(),
         messages,
         top_parts,
     }
