@@ -57,6 +57,23 @@ pub struct Chain {
 pub fn chains(s: &Session) -> Vec<Chain> {
     let mut out: Vec<Chain> = Vec::new();
     let mut cur: Option<Chain> = None;
+    // Per parent id, the newest summary answering it that failed and the
+    // newest that succeeded (built once, not one scan per compaction: a
+    // session can hold thousands of compactions).
+    type Newest = (Option<usize>, Option<usize>);
+    let mut answers: rustc_hash::FxHashMap<&str, Newest> = Default::default();
+    for (i, m) in s.messages.iter().enumerate() {
+        if m.role == Role::Assistant && m.summary {
+            if let Some(p) = m.parent_id.as_deref() {
+                let a = answers.entry(p).or_default();
+                if m.error.is_some() {
+                    a.0 = Some(i);
+                } else {
+                    a.1 = Some(i);
+                }
+            }
+        }
+    }
     for (c, m) in s.messages.iter().enumerate() {
         let Some(marker) = m.compaction() else {
             continue;
@@ -67,17 +84,10 @@ pub fn chains(s: &Session) -> Vec<Chain> {
             out.extend(cur.take());
             continue;
         }
-        let summary_of_c = |m: &&Message| {
-            m.role == Role::Assistant && m.summary && m.parent_id.as_deref() == Some(m_id(s, c))
-        };
-        let failed = s.messages[c + 1..]
-            .iter()
-            .filter(summary_of_c)
-            .any(|m| m.error.is_some());
-        let succeeded = s.messages[c + 1..]
-            .iter()
-            .filter(summary_of_c)
-            .any(|m| m.error.is_none());
+        // Only summaries after the compaction answer it.
+        let (failed, succeeded) = answers.get(m_id(s, c)).map_or((false, false), |&(f, ok)| {
+            (f.is_some_and(|i| i > c), ok.is_some_and(|i| i > c))
+        });
         if failed && !succeeded {
             continue;
         }
