@@ -458,6 +458,37 @@ pub(crate) fn file_name_or(path: &std::path::Path, default: &str) -> std::path::
         .unwrap_or_else(|| std::path::PathBuf::from(default))
 }
 
+/// Files smaller than this (bytes) are not counted by [`count_lines`]: their
+/// lists grow cheaply, and the extra read would cost more than it saves.
+const RESERVE_FROM_BYTES: u64 = 8 << 20;
+
+/// Line feeds in the first `len` bytes of `f` (0 for a file under
+/// [`RESERVE_FROM_BYTES`]), counted by a vectorized
+/// search in 1 MiB reads at explicit offsets (the file position is left
+/// alone). The JSONL loaders reserve one message per line with it, so a
+/// session of millions of lines is not copied each time its list doubles.
+///
+/// # Errors
+/// A read error of `f`.
+pub(crate) fn count_lines(f: &std::fs::File, len: u64) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    if len < RESERVE_FROM_BYTES {
+        return Ok(0);
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut at, mut n) = (0u64, 0u64);
+    while at < len {
+        let want = usize::try_from(len - at).map_or(buf.len(), |r| r.min(buf.len()));
+        let got = f.read_at(&mut buf[..want], at)?;
+        if got == 0 {
+            break;
+        }
+        n += memchr::memchr_iter(b'\n', &buf[..got]).count() as u64;
+        at += got as u64;
+    }
+    Ok(n)
+}
+
 /// The deepest nesting serde_json's tree reader accepts (its recursion limit
 /// is 128, counted from the top object): a line nested deeper cannot be read
 /// into a tree, so it could not be edited in a copy; it is `unreadable` (fuzz

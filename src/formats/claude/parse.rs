@@ -698,6 +698,9 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
         .metadata()
         .with_context(|| format!("{}: cannot read", path.display()))?
         .len();
+    let lines = crate::formats::count_lines(&f, file_len)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    s.messages.reserve(usize::try_from(lines).unwrap_or(0));
     let mut r = std::io::BufReader::with_capacity(1 << 20, f.take(file_len));
     let mut buf = Vec::new();
     let mut offset = 0u64;

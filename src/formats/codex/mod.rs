@@ -272,10 +272,13 @@ impl Store for CodexStore {
             .metadata()
             .with_context(|| format!("{}: cannot read", self.path.display()))?
             .len();
-        let mut s = parse::load(
+        let lines = crate::formats::count_lines(&f, len)
+            .with_context(|| format!("{}: cannot read", self.path.display()))?;
+        let mut s = parse::load_sized(
             BufReader::with_capacity(1 << 20, f.take(len)),
             &self.path,
             &id_from_name(&self.path),
+            lines,
         )
         .with_context(|| format!("{}: cannot read", self.path.display()))?;
         let used = crate::formats::settle_growing_tail(&mut s, &self.path, 0, len);

@@ -924,7 +924,13 @@ impl Loader {
 /// Reads a whole rollout from `r`: `path` names it in problems, `id` is the
 /// session id when the header names none.
 pub fn load(r: impl BufRead, path: &Path, id: &str) -> std::io::Result<Session> {
-    load_lines(r, path, id, true).map(|(s, _)| s)
+    load_lines(r, path, id, true, 0).map(|(s, _)| s)
+}
+
+/// [`load`] with room for `lines` messages reserved up front (the rollout's
+/// line count: one message per line, more for a `compacted` line's history).
+pub fn load_sized(r: impl BufRead, path: &Path, id: &str, lines: u64) -> std::io::Result<Session> {
+    load_lines(r, path, id, true, lines).map(|(s, _)| s)
 }
 
 /// [`load`], with the typed read of non-item lines (`fast`) or every line
@@ -935,6 +941,7 @@ fn load_lines(
     path: &Path,
     id: &str,
     fast: bool,
+    lines: u64,
 ) -> std::io::Result<(Session, u64)> {
     let mut typed = 0u64;
     let mut l = Loader {
@@ -953,6 +960,8 @@ fn load_lines(
         estimates: 0,
         time: 0,
     };
+    l.s.messages
+        .reserve_exact(usize::try_from(lines).unwrap_or(0));
     let mut r = r;
     let mut buf = Vec::new();
     let mut offset = 0u64;
@@ -1051,8 +1060,8 @@ mod tests {
 
     /// Loads `bytes` both ways; answers how many lines the typed read took.
     fn both_ways(bytes: &[u8], name: &str) -> u64 {
-        let (fast, typed) = load_lines(bytes, Path::new(name), "x", true).unwrap();
-        let (tree, none) = load_lines(bytes, Path::new(name), "x", false).unwrap();
+        let (fast, typed) = load_lines(bytes, Path::new(name), "x", true, 0).unwrap();
+        let (tree, none) = load_lines(bytes, Path::new(name), "x", false, 0).unwrap();
         assert!(!fast.messages.is_empty(), "{name}: nothing loaded");
         assert_eq!(none, 0);
         assert_eq!(format!("{fast:?}"), format!("{tree:?}"), "{name}");
