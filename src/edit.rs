@@ -174,6 +174,16 @@ pub trait Applier {
         session: &crate::model::Session,
         edits: &[Edit],
     ) -> anyhow::Result<crate::model::Session>;
+    /// [`Applier::apply`] on a session the caller gives up: a format that
+    /// edits in place saves a copy of the whole session (compact's plan
+    /// applies each step to its own working copy). By default, `apply`.
+    fn apply_owned(
+        &self,
+        session: crate::model::Session,
+        edits: &[Edit],
+    ) -> anyhow::Result<crate::model::Session> {
+        self.apply(&session, edits)
+    }
     /// Whether `compact` always strips historical media and drops the
     /// history the agent no longer sends, even when the session fits: true
     /// where the agent re-reads the whole store on resume (Codex replays

@@ -594,7 +594,10 @@ pub fn plan(store: &dyn Applier, s: &Session, t: &Target) -> Result<Plan> {
         if edits.is_empty() {
             continue;
         }
-        cur = std::borrow::Cow::Owned(store.apply(&cur, &edits)?);
+        cur = std::borrow::Cow::Owned(match cur {
+            std::borrow::Cow::Borrowed(b) => store.apply(b, &edits)?,
+            std::borrow::Cow::Owned(o) => store.apply_owned(o, &edits)?,
+        });
         let parts_changed = edits
             .iter()
             .filter(|e| e.change.part_id().is_some())

@@ -362,8 +362,12 @@ pub fn write_file(
 
 /// `s` with `edits` applied and every figure recomputed from the edited lines.
 pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
-    let mut out = s.clone();
-    let edits: Vec<&Edit> = edits.iter().filter(|e| e.session_id == s.id).collect();
+    apply_owned(s.clone(), edits)
+}
+
+/// [`apply`] in place, on a session the caller gives up.
+pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
+    let edits: Vec<&Edit> = edits.iter().filter(|e| e.session_id == out.id).collect();
     let plan = Plan::new(&edits);
     let mut copies: HashMap<String, Vec<usize>> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
@@ -374,7 +378,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
     for (id, changes) in &plan.content {
         let idx = copies.remove(*id).unwrap_or_default();
         if idx.is_empty() {
-            return Err(anyhow!("message {id} not in session {}", s.id));
+            return Err(anyhow!("message {id} not in session {}", out.id));
         }
         for i in idx {
             let m = &out.messages[i];

@@ -341,6 +341,10 @@ impl Applier for ClaudeStore {
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
         edit::apply(session, edits)
     }
+
+    fn apply_owned(&self, session: Session, edits: &[Edit]) -> Result<Session> {
+        edit::apply_owned(session, edits)
+    }
 }
 
 impl Copier for ClaudeStore {

@@ -383,13 +383,17 @@ fn carry(old: &[Message], new: &mut [Message]) {
 /// edited JSON an earlier call kept in the line's last message `raw`),
 /// edited, and rebuilt; ids stay those of `s`.
 pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
+    apply_owned(s.clone(), edits)
+}
+
+/// [`apply`] in place, on a session the caller gives up.
+pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     let mine: Vec<Edit> = edits
         .iter()
-        .filter(|e| e.session_id == s.id)
+        .filter(|e| e.session_id == out.id)
         .cloned()
         .collect();
     let plans = plan_lines(&mine)?;
-    let mut out = s.clone();
     let mut ranges: HashMap<u64, (usize, usize)> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
         if let Some(l) = m.line {
@@ -406,7 +410,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
         }
         let &(a, b) = ranges
             .get(line)
-            .ok_or_else(|| anyhow!("line {line} holds no message of session {}", s.id))?;
+            .ok_or_else(|| anyhow!("line {line} holds no message of session {}", out.id))?;
         todo.push((*line, a, b));
     }
     todo.sort_by_key(|t| std::cmp::Reverse(t.1));
@@ -416,7 +420,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
             .expect("messages of a line have a line ref");
         let mut v = match &out.messages[b].raw {
             Some(raw) => (**raw).clone(),
-            None => read_line(&s.source, lr)?,
+            None => read_line(&out.source, lr)?,
         };
         edit_line(&mut v, &plans[&line].edits, Mode::Model)?;
         let nl = LineRef {

@@ -299,6 +299,10 @@ impl Applier for CodexStore {
         edit::apply(session, edits)
     }
 
+    fn apply_owned(&self, session: Session, edits: &[Edit]) -> Result<Session> {
+        edit::apply_owned(session, edits)
+    }
+
     /// Codex reads the whole rollout on resume: a compact copy always keeps
     /// only `session_meta`, the newest `compacted` line and what follows it.
     fn replays_everything(&self) -> bool {
