@@ -282,6 +282,16 @@ fn store_key(s: &dyn Store) -> PathBuf {
         .unwrap_or_else(|_| s.path().to_path_buf())
 }
 
+/// What one entry of a walk gives, in walk order.
+enum Found {
+    Store(Box<dyn Store>),
+    /// A regular file not opened yet.
+    File(PathBuf),
+    Error(crate::error::InputError),
+    Warn(crate::error::InputError),
+    Nothing,
+}
+
 /// Finds every store in `paths`: a store file, a data dir, a legacy `storage/`
 /// dir, or any folder containing these (searched with walkdir, following
 /// symbolic links once, with loop detection). Only regular files are opened:
@@ -300,8 +310,8 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
         .map(|f| f.name())
         .collect::<Vec<_>>()
         .join(", ");
-    let mut push = |d: &mut Discovery, s: Box<dyn Store>| {
-        if seen.insert(store_key(s.as_ref())) {
+    let mut push = |d: &mut Discovery, s: Box<dyn Store>, key: PathBuf| {
+        if seen.insert(key) {
             d.stores.push(s);
         }
     };
@@ -335,7 +345,10 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
         }
         if md.is_file() {
             match open_any_file(path, false) {
-                Ok(Some(s)) => push(&mut d, s),
+                Ok(Some(s)) => {
+                    let key = store_key(s.as_ref());
+                    push(&mut d, s, key)
+                }
                 Ok(None) => d.problems.error(InputError::new(
                     path,
                     format!("not a session store of a supported agent ({names})"),
@@ -344,6 +357,11 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
             }
             continue;
         }
+        // The walk itself is sequential (a folder that opens as a store is
+        // not descended into); files are opened afterwards on every worker
+        // (most of discovery is reading each file's first lines), and what
+        // they give is taken in walk order.
+        let mut found: Vec<Found> = Vec::new();
         let mut walker = walkdir::WalkDir::new(path)
             .follow_links(true)
             .sort_by_file_name()
@@ -353,62 +371,80 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
                 Ok(e) => e,
                 Err(e) => {
                     let at = e.path().unwrap_or(path).to_path_buf();
-                    if let Some(anc) = e.loop_ancestor() {
-                        d.problems.warn(InputError::new(
+                    found.push(if let Some(anc) = e.loop_ancestor() {
+                        Found::Warn(InputError::new(
                             &at,
                             format!(
                                 "a symbolic link loop back to {}; not followed",
                                 anc.display()
                             ),
-                        ));
+                        ))
                     } else if e
                         .io_error()
                         .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
                     {
-                        d.problems
-                            .warn(InputError::new(&at, "a symbolic link to nothing; skipped"));
+                        Found::Warn(InputError::new(&at, "a symbolic link to nothing; skipped"))
                     } else {
                         let why = e
                             .io_error()
                             .map(|io| format!("cannot read: {io}"))
                             .unwrap_or_else(|| e.to_string());
-                        d.problems.error(InputError::new(&at, why));
-                    }
+                        Found::Error(InputError::new(&at, why))
+                    });
                     continue;
                 }
             };
             let p = entry.path();
             let ft = entry.file_type();
-            let opened = if ft.is_dir() {
-                open_any_dir(p)
+            if ft.is_dir() {
+                match open_any_dir(p) {
+                    Ok(Some(s)) => {
+                        found.push(Found::Store(s));
+                        walker.skip_current_dir();
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        found.push(Found::Error(InputError::from_anyhow(p, &e)));
+                        walker.skip_current_dir();
+                    }
+                }
             } else if ft.is_file() {
-                open_any_file(p, true)
-            } else {
-                if FORMATS.iter().any(|f| f.wants_file(p)) {
-                    d.problems.warn(InputError::new(
-                        p,
-                        format!(
-                            "{}, not a regular file; skipped",
-                            crate::fsx::type_name(&ft)
-                        ),
-                    ));
-                }
-                Ok(None)
-            };
-            match opened {
-                Ok(Some(s)) => {
-                    push(&mut d, s);
-                    if ft.is_dir() {
-                        walker.skip_current_dir();
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    d.problems.error(InputError::from_anyhow(p, &e));
-                    if ft.is_dir() {
-                        walker.skip_current_dir();
-                    }
-                }
+                found.push(Found::File(p.to_path_buf()));
+            } else if FORMATS.iter().any(|f| f.wants_file(p)) {
+                found.push(Found::Warn(InputError::new(
+                    p,
+                    format!(
+                        "{}, not a regular file; skipped",
+                        crate::fsx::type_name(&ft)
+                    ),
+                )));
+            }
+        }
+        use rayon::prelude::*;
+        let opened: Vec<Found> = found
+            .into_par_iter()
+            .map(|f| match f {
+                Found::File(p) => match open_any_file(&p, true) {
+                    Ok(Some(s)) => Found::Store(s),
+                    Ok(None) => Found::Nothing,
+                    Err(e) => Found::Error(InputError::from_anyhow(&p, &e)),
+                },
+                other => other,
+            })
+            .collect();
+        let keys: Vec<Option<PathBuf>> = opened
+            .par_iter()
+            .map(|f| match f {
+                Found::Store(s) => Some(store_key(s.as_ref())),
+                _ => None,
+            })
+            .collect();
+        for (f, key) in opened.into_iter().zip(keys) {
+            match f {
+                Found::Store(s) => push(&mut d, s, key.unwrap_or_default()),
+                Found::Error(e) => d.problems.error(e),
+                Found::Warn(e) => d.problems.warn(e),
+                Found::File(_) | Found::Nothing => {}
             }
         }
         if d.stores.len() + d.problems.errors.len() == before {
@@ -513,20 +549,10 @@ pub(crate) fn too_deep(body: &[u8]) -> bool {
     while let Some(&b) = body.get(i) {
         i += 1;
         match b {
-            b'"' => {
-                // Skip the string: jump to its next quote or backslash.
-                loop {
-                    let rest = body.get(i..).unwrap_or_default();
-                    let Some(k) = memchr::memchr2(b'"', b'\\', rest) else {
-                        return false; // an unterminated string: nothing after it counts
-                    };
-                    i += k + 1;
-                    if rest[k] == b'"' {
-                        break;
-                    }
-                    i += 1; // the escaped byte
-                }
-            }
+            b'"' => match skip_string(body, i) {
+                Some(next) => i = next,
+                None => return false, // an unterminated string: nothing after it counts
+            },
             b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_DEPTH {
@@ -538,6 +564,79 @@ pub(crate) fn too_deep(body: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// Skips the JSON string whose opening quote is at `b[i - 1]`: the index
+/// just past its closing quote (a vectorized search for the next quote or
+/// backslash), or `None` when it is not terminated.
+fn skip_string(b: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        let rest = b.get(i..)?;
+        let k = memchr::memchr2(b'"', b'\\', rest)?;
+        i += k + 1;
+        if rest[k] == b'"' {
+            return Some(i);
+        }
+        i += 1; // the escaped byte
+    }
+}
+
+/// The elements of a JSON array, each as its own text (surrounding
+/// whitespace left out, exactly what `Vec<&RawValue>` gives). `json` must be
+/// JSON a parser has accepted (a captured raw value); anything but an array
+/// gives no elements. Strings are skipped with a vectorized search, so
+/// splitting costs a fraction of parsing the array again.
+pub(crate) fn array_items(json: &str) -> Vec<&str> {
+    let b = json.as_bytes();
+    let mut out = Vec::new();
+    if !json.trim_start().starts_with('[') {
+        return out;
+    }
+    let mut depth = 0usize;
+    let mut start: Option<usize> = None;
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        let at = i;
+        i += 1;
+        match c {
+            b'"' => {
+                if depth == 1 && start.is_none() {
+                    start = Some(at);
+                }
+                match skip_string(b, i) {
+                    Some(next) => i = next,
+                    None => return out,
+                }
+            }
+            b'[' | b'{' => {
+                if depth == 1 && start.is_none() {
+                    start = Some(at);
+                }
+                depth += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    if let Some(s) = start {
+                        out.push(json.get(s..at).unwrap_or_default().trim_end());
+                    }
+                    return out;
+                }
+            }
+            b',' if depth == 1 => {
+                if let Some(s) = start.take() {
+                    out.push(json.get(s..at).unwrap_or_default().trim_end());
+                }
+            }
+            c if c.is_ascii_whitespace() => {}
+            _ => {
+                if depth == 1 && start.is_none() {
+                    start = Some(at);
+                }
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -555,6 +654,28 @@ mod depth_tests {
 
     /// `too_deep` draws the line exactly where serde_json's tree reader
     /// stops, so every line the loader accepts can be edited.
+    #[test]
+    fn array_items_split_as_the_json_reader_does() {
+        use super::array_items;
+        use serde_json::value::RawValue;
+        for json in [
+            r#"[]"#,
+            r#" [ ] "#,
+            r#"[1]"#,
+            r#"[ 1 , "a,]" ,{"k":[1,{"x":"}\"]"}]}, [[],[2]] , null,true,-1.5e3 ]"#,
+            r#"["\\","\\\"",""]"#,
+            "[{\"type\":\"text\",\"text\":\"h\u{e9}llo \\u00e9 \\n\"},\"\u{1f600}\"]",
+            r#"{"a":[1,2]}"#,
+            r#""[1,2]""#,
+            r#"3"#,
+        ] {
+            let want: Vec<&str> = serde_json::from_str::<Vec<&RawValue>>(json)
+                .map(|v| v.into_iter().map(RawValue::get).collect())
+                .unwrap_or_default();
+            assert_eq!(array_items(json), want, "{json}");
+        }
+    }
+
     #[test]
     fn too_deep_matches_the_json_readers_limit() {
         for d in [

@@ -241,6 +241,145 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
     }
 }
 
+/// What the part figures need of a text: characters, UTF-8 bytes, and
+/// whether it holds a `session-doctor compact` marker.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Figures {
+    chars: u64,
+    bytes: u64,
+    marker: bool,
+}
+
+impl Figures {
+    fn of(s: &str) -> Figures {
+        Figures {
+            chars: chars(s),
+            bytes: s.len() as u64,
+            marker: has_compact_marker(s),
+        }
+    }
+}
+
+/// A JSON string field measured in the pass that reads its object, its
+/// text never kept (serde_json hands an escaped string over in a reused
+/// buffer, so nothing is allocated); any other JSON value reads as absent,
+/// as [`rstr`] reads it.
+#[derive(Default, Clone, Copy)]
+struct Measured(Option<Figures>);
+
+impl<'de> Deserialize<'de> for Measured {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Measured;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, s: &str) -> std::result::Result<Measured, E> {
+                Ok(Measured(Some(Figures::of(s))))
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> std::result::Result<Measured, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Measured(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut q: A,
+            ) -> std::result::Result<Measured, A::Error> {
+                while q.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Measured(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<Measured, E> {
+                Ok(Measured(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<Measured, E> {
+                Ok(Measured(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<Measured, E> {
+                Ok(Measured(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<Measured, E> {
+                Ok(Measured(None))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<Measured, E> {
+                Ok(Measured(None))
+            }
+            fn visit_none<E>(self) -> std::result::Result<Measured, E> {
+                Ok(Measured(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The figures of a raw JSON string (`None` for any other value, or a
+/// string [`rstr`] does not read: one with a lone surrogate escape).
+fn rfig(r: Raw<'_>) -> Option<Figures> {
+    let t = r?.get();
+    if !t.starts_with('"') {
+        return None;
+    }
+    serde_json::from_str::<Measured>(t).ok().and_then(|m| m.0)
+}
+
+/// A content block read in one pass with its texts measured ([`Measured`]);
+/// a block this read refuses (a repeated key, a text [`rstr`] does not
+/// read) is read again as [`BlockFields`], which decides as before.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct MeasuredBlock<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Raw<'a>,
+    text: Measured,
+    thinking: Measured,
+    data: Measured,
+    #[serde(borrow)]
+    name: Raw<'a>,
+    #[serde(borrow)]
+    id: Raw<'a>,
+    #[serde(borrow)]
+    input: Raw<'a>,
+    #[serde(borrow)]
+    tool_use_id: Raw<'a>,
+    #[serde(borrow)]
+    is_error: Raw<'a>,
+    #[serde(borrow)]
+    content: Raw<'a>,
+    #[serde(borrow)]
+    source: Raw<'a>,
+}
+
+impl<'a> MeasuredBlock<'a> {
+    /// The block `raw` (an object; anything else reads as the default block).
+    fn read(raw: &'a str) -> MeasuredBlock<'a> {
+        if !raw.starts_with('{') {
+            return MeasuredBlock::default();
+        }
+        if let Ok(b) = serde_json::from_str::<MeasuredBlock<'a>>(raw) {
+            return b;
+        }
+        let b: BlockFields<'a> = serde_json::from_str(raw).unwrap_or_default();
+        let fig = |r: Raw<'_>| Measured(rstr(r).map(|t| Figures::of(&t)));
+        MeasuredBlock {
+            ty: b.ty,
+            text: fig(b.text),
+            thinking: fig(b.thinking),
+            data: fig(b.data),
+            name: b.name,
+            id: b.id,
+            input: b.input,
+            tool_use_id: b.tool_use_id,
+            is_error: b.is_error,
+            content: b.content,
+            source: b.source,
+        }
+    }
+}
+
 /// A JSON string field, borrowed when it holds no escapes (the raw text
 /// between the quotes is then the string itself).
 fn rstr<'a>(r: Raw<'a>) -> Option<Cow<'a, str>> {
@@ -369,9 +508,9 @@ pub(super) fn result_text(content: Option<&Value>) -> String {
     }
 }
 
-/// A base64 `image` / `document` block's media.
-fn block_media(b: &BlockFields<'_>) -> Option<Media> {
-    let src: SourceFields<'_> = robj(b.source);
+/// A base64 `image` / `document` block's media (its `source` field).
+fn block_media(source: Raw<'_>) -> Option<Media> {
+    let src: SourceFields<'_> = robj(source);
     if rstr(src.ty).as_deref() != Some("base64") {
         return None;
     }
@@ -383,6 +522,38 @@ fn block_media(b: &BlockFields<'_>) -> Option<Media> {
     ))
 }
 
+/// Figures of a `tool_result.content` (a string, or the `text` blocks of an
+/// array joined by line feeds, as [`result_text_raw`] reads it) and the
+/// media of its blocks.
+fn result_figures(content: Raw<'_>) -> (Figures, Vec<Media>) {
+    let Some(r) = content else {
+        return Default::default();
+    };
+    let t = r.get();
+    if t.starts_with('"') {
+        return (rfig(content).unwrap_or_default(), Vec::new());
+    }
+    let mut f = Figures::default();
+    let mut media = Vec::new();
+    let mut texts = 0u64;
+    for b in crate::formats::array_items(t) {
+        let b = MeasuredBlock::read(b);
+        if rstr(b.ty).as_deref() == Some("text") {
+            if let Some(x) = b.text.0 {
+                f.chars += x.chars;
+                f.bytes += x.bytes;
+                f.marker |= x.marker;
+                texts += 1;
+            }
+        }
+        media.extend(block_media(b.source));
+    }
+    // The line feeds between the joined texts.
+    f.chars += texts.saturating_sub(1);
+    f.bytes += texts.saturating_sub(1);
+    (f, media)
+}
+
 fn part(id: String, kind: PartKind, kind_name: &str) -> Part {
     Part::empty(id, kind, kind_name)
 }
@@ -392,11 +563,11 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
     let mut out = Vec::new();
     let text = content.get();
     if text.starts_with('"') {
-        let s = rstr(Some(content)).unwrap_or_default();
+        let f = rfig(Some(content)).unwrap_or_default();
         let mut p = part(format!("{uuid}#0"), PartKind::Text, "text");
-        p.rewritten = has_compact_marker(&s);
-        p.model_chars = chars(&s);
-        p.wire_bytes = s.len() as u64;
+        p.rewritten = f.marker;
+        p.model_chars = f.chars;
+        p.wire_bytes = f.bytes;
         p.payload_bytes = text.len() as u64;
         out.push(p);
         return out;
@@ -405,27 +576,27 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
         return out;
     }
     let mut tool_use_result = tool_use_result_bytes;
-    for (k, raw) in rarr(Some(content)).into_iter().enumerate() {
-        let b: BlockFields<'_> = robj(Some(raw));
+    let items = crate::formats::array_items(text);
+    out.reserve_exact(items.len());
+    for (k, raw) in items.into_iter().enumerate() {
+        let b = MeasuredBlock::read(raw);
         let ty = rstr(b.ty);
         let kind_name = ty.as_deref().unwrap_or("");
         let id = format!("{uuid}#{k}");
         let mut p = match kind_name {
             "text" => {
-                let t = rstr(b.text).unwrap_or_default();
+                let t = b.text.0.unwrap_or_default();
                 let mut p = part(id, PartKind::Text, kind_name);
-                p.rewritten = has_compact_marker(&t);
-                p.model_chars = chars(&t);
-                p.wire_bytes = t.len() as u64;
+                p.rewritten = t.marker;
+                p.model_chars = t.chars;
+                p.wire_bytes = t.bytes;
                 p
             }
             "thinking" | "redacted_thinking" => {
-                let t = rstr(b.thinking)
-                    .or_else(|| rstr(b.data))
-                    .unwrap_or_default();
+                let t = b.thinking.0.or(b.data.0).unwrap_or_default();
                 let mut p = part(id, PartKind::Reasoning, kind_name);
-                p.model_chars = chars(&t);
-                p.wire_bytes = t.len() as u64;
+                p.model_chars = t.chars;
+                p.wire_bytes = t.bytes;
                 p
             }
             "tool_use" | "server_tool_use" => {
@@ -444,17 +615,14 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
                 p
             }
             "tool_result" => {
-                let text = result_text_raw(b.content);
+                let (f, media) = result_figures(b.content);
                 let mut p = part(id, PartKind::Tool, kind_name);
-                p.rewritten = has_compact_marker(&text);
-                p.model_chars = chars(&text);
-                p.wire_bytes = text.len() as u64;
-                for inner in rarr(b.content) {
-                    let ib: BlockFields<'_> = robj(Some(inner));
-                    if let Some(m) = block_media(&ib) {
-                        p.wire_bytes += m.encoded_bytes;
-                        p.media.push(m);
-                    }
+                p.rewritten = f.marker;
+                p.model_chars = f.chars;
+                p.wire_bytes = f.bytes;
+                for m in media {
+                    p.wire_bytes += m.encoded_bytes;
+                    p.media.push(m);
                 }
                 p.tool = Some(Box::new(ToolCall {
                     name: String::new(),
@@ -464,7 +632,7 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
                     } else {
                         ToolStatus::Completed
                     },
-                    output_chars: chars(&text),
+                    output_chars: f.chars,
                     output_cleared: false,
                 }));
                 // The structured copy of the output sits beside it in the line.
@@ -473,21 +641,20 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
             }
             "image" | "document" => {
                 let mut p = part(id, PartKind::File, kind_name);
-                if let Some(m) = block_media(&b) {
+                if let Some(m) = block_media(b.source) {
                     p.wire_bytes = m.encoded_bytes;
                     p.media.push(m);
                 }
                 p
             }
             other => {
-                let s = raw.get();
                 let mut p = part(id, PartKind::Other(other.to_string()), other);
-                p.model_chars = chars(s);
-                p.wire_bytes = s.len() as u64;
+                p.model_chars = chars(raw);
+                p.wire_bytes = raw.len() as u64;
                 p
             }
         };
-        p.payload_bytes += raw.get().len() as u64;
+        p.payload_bytes += raw.len() as u64;
         out.push(p);
     }
     out
@@ -921,5 +1088,98 @@ pub(super) fn finish(s: &mut Session) {
         } else {
             format!("{boundaries} compaction(s): Claude Code stores no usage for its summarization calls, so tokens_total leaves them out")
         });
+    }
+}
+
+#[cfg(test)]
+mod one_pass_tests {
+    use super::*;
+
+    /// The figures of a block as the field reader reads them: the block's
+    /// fields captured raw, each text decoded into its own string.
+    fn reference(raw: &str) -> (Option<String>, [Option<Figures>; 3], Figures, usize) {
+        let b: BlockFields<'_> = if raw.starts_with('{') {
+            serde_json::from_str(raw).unwrap_or_default()
+        } else {
+            BlockFields::default()
+        };
+        let fig = |r: Raw<'_>| rstr(r).map(|t| Figures::of(&t));
+        let result = Figures::of(&result_text_raw(b.content));
+        let media = rarr(b.content)
+            .into_iter()
+            .filter(|i| block_media(robj::<BlockFields<'_>>(Some(i)).source).is_some())
+            .count();
+        (
+            rstr(b.ty).map(Cow::into_owned),
+            [fig(b.text), fig(b.thinking), fig(b.data)],
+            result,
+            media,
+        )
+    }
+
+    fn one_pass(raw: &str) -> (Option<String>, [Option<Figures>; 3], Figures, usize) {
+        let b = MeasuredBlock::read(raw);
+        let (result, media) = result_figures(b.content);
+        (
+            rstr(b.ty).map(Cow::into_owned),
+            [b.text.0, b.thinking.0, b.data.0],
+            result,
+            media.len(),
+        )
+    }
+
+    #[test]
+    fn one_pass_block_figures_match_the_field_reader() {
+        let mut blocks: Vec<String> = Vec::new();
+        for e in walkdir::WalkDir::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/claude-code"))
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        {
+            let bytes = std::fs::read(e.path()).unwrap();
+            for line in bytes.split(|&b| b == b'\n') {
+                let mut scratch = None;
+                let Ok(f) = Fields::read(line, &mut scratch) else {
+                    continue;
+                };
+                if let Some(c) = f.message.0.as_ref().and_then(|m| m.content) {
+                    blocks.extend(
+                        crate::formats::array_items(c.get())
+                            .into_iter()
+                            .map(str::to_string),
+                    );
+                }
+            }
+        }
+        assert!(blocks.len() >= 200, "{} blocks read", blocks.len());
+        let fixtures = blocks.len();
+        // Shapes the one-pass read refuses or reads differently.
+        blocks.extend(
+            [
+                r#"{"type":"text","text":"a \ud800 lone surrogate"}"#,
+                r#"{"type":"text","text":"one","text":"two"}"#,
+                r#"{"type":"text","text":["not","a","string"]}"#,
+                r#"{"type":"thinking","thinking":{"x":1},"data":"redacted \n text"}"#,
+                r#"{"type":"tool_result","content":"session-doctor compact: cut \u00e9"}"#,
+                r#"{"type":"tool_result","content":[{"type":"text","text":"a"},{"type":"text","text":"b\nc"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGVsbG8="}},7,"s"]}"#,
+                r#"{"type":"tool_result","content":[{"type":"text","text":"\udc00"},{"type":"text","text":"ok"}]}"#,
+                r#"["not","an","object"]"#,
+                r#""text""#,
+            ]
+            .map(str::to_string),
+        );
+        let mut differing = 0;
+        for b in &blocks {
+            if reference(b) != one_pass(b) {
+                differing += 1;
+                eprintln!("differs: {b}\n  {:?}\n  {:?}", reference(b), one_pass(b));
+            }
+        }
+        assert_eq!(
+            differing,
+            0,
+            "of {} blocks ({fixtures} from fixtures)",
+            blocks.len()
+        );
     }
 }
