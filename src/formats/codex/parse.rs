@@ -555,15 +555,71 @@ struct Other<'a> {
 
 /// A line's envelope read without a tree (most of a rollout's bytes are
 /// `token_count` events and `turn_context` lines; building their trees took
-/// most of the load time).
-#[derive(serde::Deserialize)]
+/// most of the load time), its payload read in the same pass. The read
+/// stops at a `type` the tree reader takes (a header, response item or
+/// compaction), so those lines cost next to nothing here.
 struct Envelope<'a> {
-    #[serde(rename = "type", borrow)]
     ty: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    payload: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow)]
+    payload: Option<Payload<'a>>,
     timestamp: Option<&'a serde_json::value::RawValue>,
+}
+
+/// Line types the tree reader takes ([`Loader::line`]).
+const TREE_TYPES: [&str; 3] = ["session_meta", "response_item", "compacted"];
+
+impl<'de> serde::Deserialize<'de> for Envelope<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Envelope<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a rollout line object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> std::result::Result<Envelope<'de>, A::Error> {
+                let mut e = Envelope {
+                    ty: None,
+                    payload: None,
+                    timestamp: None,
+                };
+                let (mut ty, mut payload, mut timestamp) = (false, false, false);
+                let once = |seen: &mut bool, k: &str| {
+                    if std::mem::replace(seen, true) {
+                        Err(A::Error::custom(format_args!("duplicate field `{k}`")))
+                    } else {
+                        Ok(())
+                    }
+                };
+                while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match &*k {
+                        "type" => {
+                            once(&mut ty, "type")?;
+                            e.ty = m.next_value()?;
+                            if e.ty.as_deref().is_some_and(|t| TREE_TYPES.contains(&t)) {
+                                return Err(A::Error::custom("read as a tree"));
+                            }
+                        }
+                        "payload" => {
+                            once(&mut payload, "payload")?;
+                            e.payload = m.next_value()?;
+                        }
+                        "timestamp" => {
+                            once(&mut timestamp, "timestamp")?;
+                            e.timestamp = m.next_value()?;
+                        }
+                        _ => {
+                            m.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(e)
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// The fields of an envelope's payload the loader reads (see [`Other`]).
@@ -779,11 +835,10 @@ impl Loader {
         }
         let e: Envelope<'_> = serde_json::from_slice(body).ok()?;
         let ty = e.ty?;
-        let payload = e.payload?;
-        if matches!(&*ty, "session_meta" | "response_item" | "compacted") {
+        let p = e.payload?;
+        if TREE_TYPES.contains(&&*ty) {
             return None;
         }
-        let p: Payload<'_> = serde_json::from_str(payload.get()).ok()?;
         let sub = raw_str(p.ty)?;
         if let Some(t) = e.timestamp {
             self.time = raw_str(Some(t))?
@@ -1056,6 +1111,9 @@ mod tests {
         r#"{"timestamp":"2026-01-01T00:00:07Z","type":"event_msg","payload":{"type":"task_started","model_context_window":4000,"model_context_window":5000}}"#,
         r#"{"timestamp":"2026-01-01T00:00:08Z","type":"world_state","payload":{"type":["a"]}}"#,
         r#"{"record_type":"state"}"#,
+        r#"["2026-01-01T00:00:09Z","event_msg",{"type":"agent_message"}]"#,
+        r#"{"timestamp":"2026-01-01T00:00:10Z","payload":{"type":"agent_message"},"type":"event_msg","timestamp":"x"}"#,
+        r#"{"payload":{"type":"message","role":"user","content":"late type"},"type":"response_item"}"#,
     ];
 
     /// Loads `bytes` both ways; answers how many lines the typed read took.
