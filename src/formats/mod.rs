@@ -566,6 +566,74 @@ pub(crate) fn too_deep(body: &[u8]) -> bool {
     false
 }
 
+/// Reads lines of a JSONL file in place: each line is handed out as a slice
+/// of one buffer (its `\n` included; the last line may lack one), not copied
+/// into a line buffer as `BufRead::read_until` does. The buffer holds at
+/// least the longest line, so memory is one line plus one read, whatever
+/// the file's size.
+pub(crate) struct LineReader<R> {
+    r: R,
+    buf: Vec<u8>,
+    /// The next line starts here.
+    start: usize,
+    /// Bytes read into `buf`.
+    end: usize,
+    eof: bool,
+}
+
+impl<R: std::io::Read> LineReader<R> {
+    /// Reads from `r` in reads of up to `size_hint` bytes (clamped to
+    /// 4 KiB..1 MiB: the file's size, when known, keeps small files small).
+    pub(crate) fn new(r: R, size_hint: u64) -> LineReader<R> {
+        let cap = usize::try_from(size_hint.clamp(4 << 10, 1 << 20)).unwrap_or(1 << 20);
+        LineReader {
+            r,
+            buf: vec![0; cap],
+            start: 0,
+            end: 0,
+            eof: false,
+        }
+    }
+
+    /// The next line, `None` at the end. Errors: the reader's.
+    pub(crate) fn next_line(&mut self) -> std::io::Result<Option<&[u8]>> {
+        let mut scan = self.start;
+        loop {
+            let filled = self.buf.get(scan..self.end).unwrap_or_default();
+            if let Some(i) = memchr::memchr(b'\n', filled) {
+                let (s, e) = (self.start, scan + i + 1);
+                self.start = e;
+                return Ok(self.buf.get(s..e));
+            }
+            if self.eof {
+                let s = self.start;
+                self.start = self.end;
+                return Ok(self.buf.get(s..self.end).filter(|l| !l.is_empty()));
+            }
+            // Keep the partial line, move it to the front, make room.
+            scan = self.end - self.start;
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.end == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let n = loop {
+                match self
+                    .r
+                    .read(self.buf.get_mut(self.end..).unwrap_or_default())
+                {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            };
+            self.end += n;
+            self.eof = n == 0;
+        }
+    }
+}
+
 /// Skips the JSON string whose opening quote is at `b[i - 1]`: the index
 /// just past its closing quote (a vectorized search for the next quote or
 /// backslash), or `None` when it is not terminated.
@@ -654,6 +722,53 @@ mod depth_tests {
 
     /// `too_deep` draws the line exactly where serde_json's tree reader
     /// stops, so every line the loader accepts can be edited.
+    /// A reader that hands out at most 7 bytes per read.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(out.len()).min(7);
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn line_reader_gives_the_lines_read_until_gives() {
+        use super::LineReader;
+        use std::io::BufRead;
+        let long = "x".repeat(10_000);
+        for text in [
+            String::new(),
+            "\n".into(),
+            "a".into(),
+            "a\nb".into(),
+            "a\nb\n".into(),
+            "\n\n\n".into(),
+            format!("{long}\n{long}{long}\nshort\n{long}"),
+            format!("{}\n", "y\n".repeat(5000)),
+        ] {
+            let mut want = Vec::new();
+            let mut r = std::io::BufReader::new(text.as_bytes());
+            loop {
+                let mut l = Vec::new();
+                if r.read_until(b'\n', &mut l).unwrap() == 0 {
+                    break;
+                }
+                want.push(l);
+            }
+            for hint in [0, 5, 4096, 1 << 30] {
+                let mut got = Vec::new();
+                let mut lr = LineReader::new(Trickle(text.as_bytes()), hint);
+                while let Some(l) = lr.next_line().unwrap() {
+                    got.push(l.to_vec());
+                }
+                assert_eq!(got, want, "hint {hint}, {} bytes", text.len());
+            }
+        }
+    }
+
     #[test]
     fn array_items_split_as_the_json_reader_does() {
         use super::array_items;

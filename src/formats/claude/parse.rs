@@ -29,7 +29,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::io::{BufRead, Read, Seek};
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 
 #[cfg(test)]
@@ -868,21 +868,19 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     let lines = crate::formats::count_lines(&f, file_len)
         .with_context(|| format!("{}: cannot read", path.display()))?;
     s.messages.reserve(usize::try_from(lines).unwrap_or(0));
-    let mut r = std::io::BufReader::with_capacity(1 << 20, f.take(file_len));
-    let mut buf = Vec::new();
+    let mut r = crate::formats::LineReader::new(f.take(file_len), file_len);
     let mut offset = 0u64;
     let mut n = 0u64;
     // uuid -> its first line in this file
     let mut seen: HashMap<String, LineRef> = HashMap::default();
     loop {
-        buf.clear();
-        let len = r
-            .read_until(b'\n', &mut buf)
+        let Some(buf) = r
+            .next_line()
             .with_context(|| format!("{}: cannot read after line {n}", path.display()))?
-            as u64;
-        if len == 0 {
+        else {
             break;
-        }
+        };
+        let len = buf.len() as u64;
         n += 1;
         let line = LineRef {
             file: fi,

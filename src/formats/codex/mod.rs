@@ -110,17 +110,37 @@ pub fn is_rollout(p: &Path) -> bool {
 /// `session_meta` line carries the base instructions: tens of KB).
 const SNIFF_BYTES: u64 = 16 << 20;
 
-/// The first line of `p`, parsed, if it is a JSON object within [`SNIFF_BYTES`].
-fn first_line(p: &Path) -> Result<Option<Value>> {
+/// The first line of `p` (at most [`SNIFF_BYTES`]), its line ending left on.
+fn first_line_bytes(p: &Path) -> Result<Vec<u8>> {
     use std::io::Read;
     let f = crate::fsx::open_regular(p).with_context(|| format!("{}: cannot open", p.display()))?;
     let mut r = BufReader::new(f.take(SNIFF_BYTES));
     let mut buf = Vec::new();
     r.read_until(b'\n', &mut buf)
         .with_context(|| format!("{}: cannot read", p.display()))?;
-    Ok(serde_json::from_slice::<Value>(parse::trim_eol(&buf))
+    Ok(buf)
+}
+
+/// A first line (see [`first_line_bytes`]), parsed, if it is a JSON object.
+fn parse_first(buf: &[u8]) -> Option<Value> {
+    serde_json::from_slice::<Value>(parse::trim_eol(buf))
         .ok()
-        .filter(Value::is_object))
+        .filter(Value::is_object)
+}
+
+/// The first line of `p`, parsed, if it is a JSON object within [`SNIFF_BYTES`].
+fn first_line(p: &Path) -> Result<Option<Value>> {
+    first_line_bytes(p).map(|b| parse_first(&b))
+}
+
+/// Whether a first line may be a Codex line, answered without parsing it
+/// (most `.jsonl` files met while walking are Claude Code transcripts):
+/// [`parse::looks_like_codex`] needs a top-level `payload` key, or `id` and
+/// `timestamp` keys, so a line holding none of these names, and no `\u`
+/// escape that could spell one, is not one.
+fn maybe_codex(line: &[u8]) -> bool {
+    let has = |k: &[u8]| memchr::memmem::find(line, k).is_some();
+    has(b"\\u") || has(b"\"payload\"") || (has(b"\"id\"") && has(b"\"timestamp\""))
 }
 
 /// Opens a rollout: a `.jsonl` whose first line is a Codex line (any name),
@@ -130,7 +150,11 @@ pub fn open_file(p: &Path) -> Result<Option<Box<dyn Store>>> {
     if !is_jsonl(p) {
         return Ok(None);
     }
-    match first_line(p)? {
+    let line = first_line_bytes(p)?;
+    if !is_rollout(p) && !maybe_codex(&line) {
+        return Ok(None);
+    }
+    match parse_first(&line) {
         Some(v) if parse::looks_like_codex(&v) => {}
         Some(_) => return Ok(None),
         None if is_rollout(p) => {}
@@ -275,10 +299,11 @@ impl Store for CodexStore {
         let lines = crate::formats::count_lines(&f, len)
             .with_context(|| format!("{}: cannot read", self.path.display()))?;
         let mut s = parse::load_sized(
-            BufReader::with_capacity(1 << 20, f.take(len)),
+            f.take(len),
             &self.path,
             &id_from_name(&self.path),
             lines,
+            len,
         )
         .with_context(|| format!("{}: cannot read", self.path.display()))?;
         let used = crate::formats::settle_growing_tail(&mut s, &self.path, 0, len);
@@ -359,6 +384,50 @@ impl Copier for CodexStore {
 
 #[cfg(test)]
 mod tests {
+    /// The byte prefilter never turns away a line the parser takes for a
+    /// Codex line: every first line of every fixture (and of ../shared/real-sessions
+    /// when present), and
+    /// keys spelled with escapes.
+    #[test]
+    fn maybe_codex_keeps_every_codex_first_line() {
+        let (mut files, mut codex) = (0, 0);
+        for root in [
+            concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures"),
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-sessions"),
+        ] {
+            for e in walkdir::WalkDir::new(root)
+                .into_iter()
+                .filter_map(Result::ok)
+            {
+                if !e.path().extension().is_some_and(|x| x == "jsonl") {
+                    continue;
+                }
+                let line = first_line_bytes(e.path()).unwrap();
+                files += 1;
+                if parse_first(&line).is_some_and(|v| parse::looks_like_codex(&v)) {
+                    codex += 1;
+                    assert!(maybe_codex(&line), "{}", e.path().display());
+                }
+            }
+        }
+        assert!(
+            codex >= 5 && files > codex,
+            "{codex} Codex first lines of {files}"
+        );
+        for line in [
+            r#"{"type":"event_msg","pay\u006coad":{}}"#,
+            r#"{"\u0069d":"x","timestamp":"t"}"#,
+            r#"{ "id" : "x" , "timestamp" : "t" }"#,
+        ] {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert!(parse::looks_like_codex(&v), "{line}");
+            assert!(maybe_codex(line.as_bytes()), "{line}");
+        }
+        let claude =
+            br#"{"parentUuid":null,"sessionId":"s","type":"user","uuid":"u","timestamp":"t"}"#;
+        assert!(!maybe_codex(claude));
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -39,7 +39,7 @@ use crate::model::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::BufRead;
+use std::io::Read;
 use std::path::Path;
 
 /// Share of the model's context window Codex reports as `model_context_window`
@@ -978,25 +978,33 @@ impl Loader {
 
 /// Reads a whole rollout from `r`: `path` names it in problems, `id` is the
 /// session id when the header names none.
-pub fn load(r: impl BufRead, path: &Path, id: &str) -> std::io::Result<Session> {
-    load_lines(r, path, id, true, 0).map(|(s, _)| s)
+pub fn load(r: impl Read, path: &Path, id: &str) -> std::io::Result<Session> {
+    load_lines(r, path, id, true, 0, 1 << 20).map(|(s, _)| s)
 }
 
-/// [`load`] with room for `lines` messages reserved up front (the rollout's
-/// line count: one message per line, more for a `compacted` line's history).
-pub fn load_sized(r: impl BufRead, path: &Path, id: &str, lines: u64) -> std::io::Result<Session> {
-    load_lines(r, path, id, true, lines).map(|(s, _)| s)
+/// [`load`] of a rollout of `bytes` bytes and `lines` lines: room for one
+/// message per line reserved up front (more for a `compacted` line's
+/// history), reads sized to the file.
+pub fn load_sized(
+    r: impl Read,
+    path: &Path,
+    id: &str,
+    lines: u64,
+    bytes: u64,
+) -> std::io::Result<Session> {
+    load_lines(r, path, id, true, lines, bytes).map(|(s, _)| s)
 }
 
 /// [`load`], with the typed read of non-item lines (`fast`) or every line
 /// through a tree (the two must agree: a test loads every fixture both ways).
 /// Also answers how many lines the typed read took.
 fn load_lines(
-    r: impl BufRead,
+    r: impl Read,
     path: &Path,
     id: &str,
     fast: bool,
     lines: u64,
+    size_hint: u64,
 ) -> std::io::Result<(Session, u64)> {
     let mut typed = 0u64;
     let mut l = Loader {
@@ -1017,16 +1025,14 @@ fn load_lines(
     };
     l.s.messages
         .reserve_exact(usize::try_from(lines).unwrap_or(0));
-    let mut r = r;
-    let mut buf = Vec::new();
+    let mut r = crate::formats::LineReader::new(r, size_hint);
     let mut offset = 0u64;
     let mut n = 0u64;
     loop {
-        buf.clear();
-        let read = r.read_until(b'\n', &mut buf)? as u64;
-        if read == 0 {
+        let Some(buf) = r.next_line()? else {
             break;
-        }
+        };
+        let read = buf.len() as u64;
         n += 1;
         let line = LineRef {
             file: 0,
@@ -1036,7 +1042,7 @@ fn load_lines(
         };
         offset += read;
         let complete = buf.ends_with(b"\n");
-        let body = trim_eol(&buf);
+        let body = trim_eol(buf);
         if body.iter().all(u8::is_ascii_whitespace) {
             l.s.other_bytes += read;
             continue;
@@ -1118,8 +1124,8 @@ mod tests {
 
     /// Loads `bytes` both ways; answers how many lines the typed read took.
     fn both_ways(bytes: &[u8], name: &str) -> u64 {
-        let (fast, typed) = load_lines(bytes, Path::new(name), "x", true, 0).unwrap();
-        let (tree, none) = load_lines(bytes, Path::new(name), "x", false, 0).unwrap();
+        let (fast, typed) = load_lines(bytes, Path::new(name), "x", true, 0, 64).unwrap();
+        let (tree, none) = load_lines(bytes, Path::new(name), "x", false, 0, 64).unwrap();
         assert!(!fast.messages.is_empty(), "{name}: nothing loaded");
         assert_eq!(none, 0);
         assert_eq!(format!("{fast:?}"), format!("{tree:?}"), "{name}");
