@@ -399,7 +399,7 @@ mod tests {
                 .into_iter()
                 .filter_map(Result::ok)
             {
-                if !e.path().extension().is_some_and(|x| x == "jsonl") {
+                if e.path().extension().is_none_or(|x| x != "jsonl") {
                     continue;
                 }
                 let line = first_line_bytes(e.path()).unwrap();

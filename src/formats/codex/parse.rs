@@ -1028,10 +1028,7 @@ fn load_lines(
     let mut r = crate::formats::LineReader::new(r, size_hint);
     let mut offset = 0u64;
     let mut n = 0u64;
-    loop {
-        let Some(buf) = r.next_line()? else {
-            break;
-        };
+    while let Some(buf) = r.next_line()? {
         let read = buf.len() as u64;
         n += 1;
         let line = LineRef {
