@@ -21,7 +21,7 @@
 
 use super::{file_name, view};
 use crate::formats::{too_deep, MAX_DEPTH};
-use crate::measure::{has_compact_marker, media_from_base64};
+use crate::measure::media_from_base64;
 use crate::model::*;
 use anyhow::{Context, Result};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -37,6 +37,7 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
+use crate::formats::measured::{Figures, Measured};
 use crate::measure::char_count as chars;
 
 /// Milliseconds since the Unix epoch of an RFC 3339 timestamp; 0 when absent or unparsable.
@@ -241,81 +242,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
     }
 }
 
-/// What the part figures need of a text: characters, UTF-8 bytes, and
-/// whether it holds a `session-doctor compact` marker.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Figures {
-    chars: u64,
-    bytes: u64,
-    marker: bool,
-}
-
-impl Figures {
-    fn of(s: &str) -> Figures {
-        Figures {
-            chars: chars(s),
-            bytes: s.len() as u64,
-            marker: has_compact_marker(s),
-        }
-    }
-}
-
-/// A JSON string field measured in the pass that reads its object, its
-/// text never kept (serde_json hands an escaped string over in a reused
-/// buffer, so nothing is allocated); any other JSON value reads as absent,
-/// as [`rstr`] reads it.
-#[derive(Default, Clone, Copy)]
-struct Measured(Option<Figures>);
-
-impl<'de> Deserialize<'de> for Measured {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Measured;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_str<E>(self, s: &str) -> std::result::Result<Measured, E> {
-                Ok(Measured(Some(Figures::of(s))))
-            }
-            fn visit_map<A: MapAccess<'de>>(
-                self,
-                mut m: A,
-            ) -> std::result::Result<Measured, A::Error> {
-                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Measured(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(
-                self,
-                mut q: A,
-            ) -> std::result::Result<Measured, A::Error> {
-                while q.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Measured(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> std::result::Result<Measured, E> {
-                Ok(Measured(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> std::result::Result<Measured, E> {
-                Ok(Measured(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> std::result::Result<Measured, E> {
-                Ok(Measured(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> std::result::Result<Measured, E> {
-                Ok(Measured(None))
-            }
-            fn visit_unit<E>(self) -> std::result::Result<Measured, E> {
-                Ok(Measured(None))
-            }
-            fn visit_none<E>(self) -> std::result::Result<Measured, E> {
-                Ok(Measured(None))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
 /// The figures of a raw JSON string (`None` for any other value, or a
 /// string [`rstr`] does not read: one with a lone surrogate escape).
 fn rfig(r: Raw<'_>) -> Option<Figures> {
@@ -323,7 +249,9 @@ fn rfig(r: Raw<'_>) -> Option<Figures> {
     if !t.starts_with('"') {
         return None;
     }
-    serde_json::from_str::<Measured>(t).ok().and_then(|m| m.0)
+    serde_json::from_str::<Measured>(t)
+        .ok()
+        .and_then(Measured::str)
 }
 
 /// A content block read in one pass with its texts measured ([`Measured`]);
@@ -363,7 +291,7 @@ impl<'a> MeasuredBlock<'a> {
             return b;
         }
         let b: BlockFields<'a> = serde_json::from_str(raw).unwrap_or_default();
-        let fig = |r: Raw<'_>| Measured(rstr(r).map(|t| Figures::of(&t)));
+        let fig = |r: Raw<'_>| rstr(r).map_or(Measured::Absent, |t| Measured::Str(Figures::of(&t)));
         MeasuredBlock {
             ty: b.ty,
             text: fig(b.text),
@@ -533,24 +461,16 @@ fn result_figures(content: Raw<'_>) -> (Figures, Vec<Media>) {
     if t.starts_with('"') {
         return (rfig(content).unwrap_or_default(), Vec::new());
     }
-    let mut f = Figures::default();
+    let mut texts = Vec::new();
     let mut media = Vec::new();
-    let mut texts = 0u64;
     for b in crate::formats::array_items(t) {
         let b = MeasuredBlock::read(b);
         if rstr(b.ty).as_deref() == Some("text") {
-            if let Some(x) = b.text.0 {
-                f.chars += x.chars;
-                f.bytes += x.bytes;
-                f.marker |= x.marker;
-                texts += 1;
-            }
+            texts.extend(b.text.str());
         }
         media.extend(block_media(b.source));
     }
-    // The line feeds between the joined texts.
-    f.chars += texts.saturating_sub(1);
-    f.bytes += texts.saturating_sub(1);
+    let f = Figures::joined(texts);
     (f, media)
 }
 
@@ -585,7 +505,7 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
         let id = format!("{uuid}#{k}");
         let mut p = match kind_name {
             "text" => {
-                let t = b.text.0.unwrap_or_default();
+                let t = b.text.str().unwrap_or_default();
                 let mut p = part(id, PartKind::Text, kind_name);
                 p.rewritten = t.marker;
                 p.model_chars = t.chars;
@@ -593,7 +513,7 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
                 p
             }
             "thinking" | "redacted_thinking" => {
-                let t = b.thinking.0.or(b.data.0).unwrap_or_default();
+                let t = b.thinking.str().or(b.data.str()).unwrap_or_default();
                 let mut p = part(id, PartKind::Reasoning, kind_name);
                 p.model_chars = t.chars;
                 p.wire_bytes = t.bytes;
@@ -1120,7 +1040,7 @@ mod one_pass_tests {
         let (result, media) = result_figures(b.content);
         (
             rstr(b.ty).map(Cow::into_owned),
-            [b.text.0, b.thinking.0, b.data.0],
+            [b.text.str(), b.thinking.str(), b.data.str()],
             result,
             media.len(),
         )

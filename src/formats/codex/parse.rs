@@ -34,6 +34,7 @@
 use super::ids;
 pub use super::view::visible_view;
 use crate::budget::Limits;
+use crate::formats::measured::{Measured, Texts};
 use crate::measure::{has_compact_marker, parse_data_url};
 use crate::model::*;
 use rustc_hash::FxHashMap as HashMap;
@@ -440,6 +441,14 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             m.parts.push(p);
         }
     }
+    finish_item(&mut m, time, total);
+    m
+}
+
+/// What every item message ends with: its completion time, and its stored
+/// bytes (`total`) shared between the message and its parts (a single part
+/// without bytes of its own takes them all).
+fn finish_item(m: &mut Message, time: i64, total: u64) {
     m.time_completed = Some(time);
     m.parts.shrink_to_fit();
     if m.parts.len() == 1 && m.parts[0].payload_bytes == 0 {
@@ -447,7 +456,6 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
     }
     let parts: u64 = m.parts.iter().map(|p| p.payload_bytes).sum();
     m.info_bytes = total.saturating_sub(parts);
-    m
 }
 
 /// The messages of one parsed line, in stored order; `None` for the header.
@@ -553,6 +561,181 @@ struct Other<'a> {
     info: Option<&'a Value>,
 }
 
+/// The fields of a response item read typed (see [`Loader::typed_item`]):
+/// tool calls, tool outputs given as a string, and reasoning. Any other
+/// item type, a repeated key or a string that cannot be read is refused,
+/// and the line is read as a tree.
+struct ItemFields<'a> {
+    ty: std::borrow::Cow<'a, str>,
+    name: Option<&'a serde_json::value::RawValue>,
+    arguments: Measured,
+    input: Measured,
+    call_id: Option<&'a serde_json::value::RawValue>,
+    id: Option<&'a serde_json::value::RawValue>,
+    output: Measured,
+    summary: Texts,
+    content: Texts,
+    encrypted_content: Measured,
+}
+
+/// Whether items of type `ty` are read typed.
+fn typed_item_type(ty: &str) -> bool {
+    matches!(ty, "function_call" | "custom_tool_call" | "reasoning") || ty.ends_with("_output")
+}
+
+impl<'de> serde::Deserialize<'de> for ItemFields<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ItemFields<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a response item object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> std::result::Result<ItemFields<'de>, A::Error> {
+                let mut ty: Option<std::borrow::Cow<'de, str>> = None;
+                let mut f = ItemFields {
+                    ty: "".into(),
+                    name: None,
+                    arguments: Measured::Absent,
+                    input: Measured::Absent,
+                    call_id: None,
+                    id: None,
+                    output: Measured::Absent,
+                    summary: Texts::default(),
+                    content: Texts::default(),
+                    encrypted_content: Measured::Absent,
+                };
+                let mut seen = [false; 10];
+                while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                    let slot = match &*k {
+                        "type" => 0,
+                        "name" => 1,
+                        "arguments" => 2,
+                        "input" => 3,
+                        "call_id" => 4,
+                        "id" => 5,
+                        "output" => 6,
+                        "summary" => 7,
+                        "content" => 8,
+                        "encrypted_content" => 9,
+                        _ => {
+                            m.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    if std::mem::replace(&mut seen[slot], true) {
+                        return Err(A::Error::custom("a repeated key: read as a tree"));
+                    }
+                    match slot {
+                        0 => {
+                            let t: std::borrow::Cow<'de, str> = m.next_value()?;
+                            if !typed_item_type(&t) {
+                                return Err(A::Error::custom("read as a tree"));
+                            }
+                            ty = Some(t);
+                        }
+                        1 => f.name = m.next_value()?,
+                        2 => f.arguments = m.next_value()?,
+                        3 => f.input = m.next_value()?,
+                        4 => f.call_id = m.next_value()?,
+                        5 => f.id = m.next_value()?,
+                        6 => f.output = m.next_value()?,
+                        7 => f.summary = m.next_value()?,
+                        8 => f.content = m.next_value()?,
+                        _ => f.encrypted_content = m.next_value()?,
+                    }
+                }
+                f.ty = ty.ok_or_else(|| A::Error::custom("no type: read as a tree"))?;
+                Ok(f)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The message of a response item read typed ([`ItemFields`]), as
+/// [`item_message`] builds it from the item's tree; `None` when the item
+/// needs the tree (a tool output that is not a string, a string that
+/// cannot be read).
+fn typed_item_message(
+    item: &ItemFields<'_>,
+    id: &str,
+    line: LineRef,
+    time: i64,
+) -> Option<Message> {
+    let ty = &*item.ty;
+    let pid = |k: usize| ids::part(id, k);
+    let mut m;
+    match ty {
+        "function_call" | "custom_tool_call" => {
+            m = message(id, Role::Assistant, line, time);
+            let name = raw_str(item.name)?;
+            let name = name.as_deref().unwrap_or("");
+            let input = match ty {
+                "function_call" => item.arguments,
+                _ => item.input,
+            }
+            .str()
+            .unwrap_or_default();
+            let mut p = part(pid(0), id, PartKind::Tool, ty, 0);
+            p.model_chars = chars(name) + input.chars;
+            p.wire_bytes = name.len() as u64 + input.bytes;
+            let call_id = match raw_str(item.call_id)? {
+                Some(c) => Some(c),
+                None => raw_str(item.id)?,
+            };
+            p.tool = Some(Box::new(ToolCall {
+                name: name.to_string(),
+                call_id: call_id
+                    .map(std::borrow::Cow::into_owned)
+                    .unwrap_or_default(),
+                status: ToolStatus::Pending,
+                output_chars: 0,
+                output_cleared: false,
+            }));
+            m.parts.push(p);
+        }
+        "reasoning" => {
+            m = message(id, Role::Assistant, line, time);
+            let (s, c) = (item.summary.figures(), item.content.figures());
+            let enc = item.encrypted_content.str().map_or(0, |e| e.bytes);
+            let mut p = part(pid(0), id, PartKind::Reasoning, ty, 0);
+            p.model_chars = s.chars + c.chars;
+            p.wire_bytes = s.bytes + c.bytes + enc;
+            m.parts.push(p);
+        }
+        _ => {
+            // `*_output`: a string output, or none.
+            let out = match item.output {
+                Measured::Nested => return None,
+                o => o.str().unwrap_or_default(),
+            };
+            m = message(id, Role::Other(sym("tool")), line, time);
+            let mut p = part(pid(0), id, PartKind::Tool, ty, 0);
+            p.rewritten = out.marker;
+            p.model_chars = out.chars;
+            p.wire_bytes = out.bytes;
+            let call_id = raw_str(item.call_id)?;
+            p.tool = Some(Box::new(ToolCall {
+                name: String::new(),
+                call_id: call_id
+                    .map(std::borrow::Cow::into_owned)
+                    .unwrap_or_default(),
+                status: ToolStatus::Completed,
+                output_chars: out.chars,
+                output_cleared: false,
+            }));
+            m.parts.push(p);
+        }
+    }
+    finish_item(&mut m, time, line.bytes);
+    Some(m)
+}
+
 /// A line's envelope read without a tree (most of a rollout's bytes are
 /// `token_count` events and `turn_context` lines; building their trees took
 /// most of the load time), its payload read in the same pass. The read
@@ -561,6 +744,8 @@ struct Other<'a> {
 struct Envelope<'a> {
     ty: Option<std::borrow::Cow<'a, str>>,
     payload: Option<Payload<'a>>,
+    /// The payload of a `response_item` line whose item is read typed.
+    item: Option<ItemFields<'a>>,
     timestamp: Option<&'a serde_json::value::RawValue>,
 }
 
@@ -583,6 +768,7 @@ impl<'de> serde::Deserialize<'de> for Envelope<'de> {
                 let mut e = Envelope {
                     ty: None,
                     payload: None,
+                    item: None,
                     timestamp: None,
                 };
                 let (mut ty, mut payload, mut timestamp) = (false, false, false);
@@ -598,13 +784,23 @@ impl<'de> serde::Deserialize<'de> for Envelope<'de> {
                         "type" => {
                             once(&mut ty, "type")?;
                             e.ty = m.next_value()?;
-                            if e.ty.as_deref().is_some_and(|t| TREE_TYPES.contains(&t)) {
+                            let tree = match e.ty.as_deref() {
+                                // Its item is read typed when the type comes first.
+                                Some("response_item") => payload,
+                                Some(t) => TREE_TYPES.contains(&t),
+                                None => false,
+                            };
+                            if tree {
                                 return Err(A::Error::custom("read as a tree"));
                             }
                         }
                         "payload" => {
                             once(&mut payload, "payload")?;
-                            e.payload = m.next_value()?;
+                            if e.ty.as_deref() == Some("response_item") {
+                                e.item = Some(m.next_value()?);
+                            } else {
+                                e.payload = m.next_value()?;
+                            }
                         }
                         "timestamp" => {
                             once(&mut timestamp, "timestamp")?;
@@ -766,6 +962,14 @@ impl Loader {
                 .unwrap_or(self.last_request),
             _ => self.last_request,
         };
+        self.take(msgs, trigger, answer_text);
+    }
+
+    /// Adds the messages of one line: a compaction marker gets the request
+    /// that triggered it (`trigger`); a model output becomes the owner of the
+    /// next reported usage, and an assistant message's text (`answer_text`)
+    /// the answer a following `compacted` line may carry.
+    fn take(&mut self, msgs: Vec<Message>, trigger: Option<u64>, mut answer_text: Option<String>) {
         for mut m in msgs {
             let is_marker = m.compaction().is_some();
             if is_marker {
@@ -824,6 +1028,30 @@ impl Loader {
         self.push(m);
     }
 
+    /// A response item read typed ([`ItemFields`]): `None` (nothing
+    /// changed) when it needs its tree.
+    fn typed_item(
+        &mut self,
+        item: &ItemFields<'_>,
+        timestamp: Option<&serde_json::value::RawValue>,
+        line: LineRef,
+    ) -> Option<()> {
+        let time = match timestamp {
+            Some(t) => raw_str(Some(t))?
+                .as_deref()
+                .and_then(time_ms_of)
+                .unwrap_or(self.time),
+            None => self.time,
+        };
+        let m = typed_item_message(item, &ids::line(line.line), line, time)?;
+        self.time = time;
+        self.first = false;
+        self.last_answer = None;
+        let trigger = self.last_request;
+        self.take(vec![m], trigger, None);
+        Some(())
+    }
+
     /// A line read without building its tree: `None` when it needs one
     /// (a header, response item or compaction, or any shape the typed read
     /// does not take, such as repeated keys; the tree reader then decides).
@@ -835,6 +1063,9 @@ impl Loader {
         }
         let e: Envelope<'_> = serde_json::from_slice(body).ok()?;
         let ty = e.ty?;
+        if let Some(item) = &e.item {
+            return self.typed_item(item, e.timestamp, line);
+        }
         let p = e.payload?;
         if TREE_TYPES.contains(&&*ty) {
             return None;
@@ -1117,6 +1348,18 @@ mod tests {
         r#"["2026-01-01T00:00:09Z","event_msg",{"type":"agent_message"}]"#,
         r#"{"timestamp":"2026-01-01T00:00:10Z","payload":{"type":"agent_message"},"type":"event_msg","timestamp":"x"}"#,
         r#"{"payload":{"type":"message","role":"user","content":"late type"},"type":"response_item"}"#,
+        r#"{"timestamp":"2026-01-01T00:00:11Z","type":"response_item","payload":{"type":"function_call","name":"f","arguments":{"a":1},"call_id":7,"id":"fc_1"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:12Z","type":"response_item","payload":{"type":"function_call_output","call_id":"fc_1","output":[{"type":"input_text","text":"x"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:13Z","type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"c","output":{"content":"session-doctor compact"}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:14Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":null}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:15Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"a\u00e9"},7,{"text":3},{"text":"b"}],"content":"c","encrypted_content":"gAAA"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:16Z","type":"response_item","payload":{"type":"reasoning","summary":[{"text":"a","text":"b"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:17Z","type":"response_item","payload":{"type":"custom_tool_call","name":"n","name":"m","input":"i"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:18Z","payload":{"type":"function_call","name":"late","arguments":"{}"},"type":"response_item"}"#,
+        r#"{"timestamp":"2026-01-01T00:00:19Z","type":"response_item","payload":{"type":"function_call","name":"f","arguments":"\ud800"}}"#,
+        r#"{"timestamp":7,"type":"response_item","payload":{"type":"local_shell_call_output","call_id":"c","output":"session-doctor compact \n done"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:20Z","type":"response_item","payload":{"name":"no type"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:21Z","type":"response_item","payload":"not an object"}"#,
     ];
 
     /// Loads `bytes` both ways; answers how many lines the typed read took.

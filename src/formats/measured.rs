@@ -1,0 +1,215 @@
+//! Texts measured in the pass that reads their line, never kept: the typed
+//! JSONL readers (Claude Code content blocks, Codex response items) read a
+//! string field as its [`Figures`] instead of copying it out. serde_json
+//! hands an escaped string over in a reused buffer, so nothing is allocated.
+
+use crate::measure::{char_count, has_compact_marker};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// What the part figures need of a text: characters (the token estimate's
+/// unit), UTF-8 bytes, and whether it holds a `session-doctor compact` marker.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Figures {
+    pub chars: u64,
+    pub bytes: u64,
+    pub marker: bool,
+}
+
+impl Figures {
+    pub(crate) fn of(s: &str) -> Figures {
+        Figures {
+            chars: char_count(s),
+            bytes: s.len() as u64,
+            marker: has_compact_marker(s),
+        }
+    }
+
+    /// The figures of `texts` joined by line feeds (`texts.join("\n")`; the
+    /// marker, which holds no line feed, cannot span a join).
+    pub(crate) fn joined(texts: impl IntoIterator<Item = Figures>) -> Figures {
+        let mut f = Figures::default();
+        let mut n = 0u64;
+        for t in texts {
+            f.chars += t.chars;
+            f.bytes += t.bytes;
+            f.marker |= t.marker;
+            n += 1;
+        }
+        f.chars += n.saturating_sub(1);
+        f.bytes += n.saturating_sub(1);
+        f
+    }
+}
+
+/// A JSON value read for its text: a string as its [`Figures`]; an array or
+/// object (skipped) as [`Measured::Nested`]; `null`, a number or a boolean,
+/// like an absent field, as [`Measured::Absent`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Measured {
+    #[default]
+    Absent,
+    Str(Figures),
+    Nested,
+}
+
+impl Measured {
+    /// The figures when the value is a string (`Value::as_str`'s answer).
+    pub(crate) fn str(self) -> Option<Figures> {
+        match self {
+            Measured::Str(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Measured {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Measured;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Measured, E> {
+                Ok(Measured::Str(Figures::of(s)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Measured, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Measured::Nested)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut q: A) -> Result<Measured, A::Error> {
+                while q.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Measured::Nested)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Measured, E> {
+                Ok(Measured::Absent)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Measured, E> {
+                Ok(Measured::Absent)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Measured, E> {
+                Ok(Measured::Absent)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Measured, E> {
+                Ok(Measured::Absent)
+            }
+            fn visit_unit<E>(self) -> Result<Measured, E> {
+                Ok(Measured::Absent)
+            }
+            fn visit_none<E>(self) -> Result<Measured, E> {
+                Ok(Measured::Absent)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The `text` strings of a list of items, as a reader of `Value`s collects
+/// them: a string stands for itself; an array gives the `text` string of
+/// each object in it (items without one are left out); anything else gives
+/// no text. Joined by line feeds, they make [`Texts::figures`].
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Texts(pub Vec<Figures>);
+
+impl Texts {
+    pub(crate) fn figures(&self) -> Figures {
+        Figures::joined(self.0.iter().copied())
+    }
+}
+
+/// One item of a [`Texts`] array: its `text` when it is an object with a
+/// string `text` (a repeated `text` key is refused: a tree reader would take
+/// the last one, so the caller reads the line as a tree).
+struct TextItem(Option<Figures>);
+
+impl<'de> Deserialize<'de> for TextItem {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TextItem;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<TextItem, A::Error> {
+                use serde::de::Error;
+                let mut text: Option<Measured> = None;
+                while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if k == "text" {
+                        if text.is_some() {
+                            return Err(A::Error::custom("duplicate field `text`"));
+                        }
+                        text = Some(m.next_value()?);
+                    } else {
+                        m.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(TextItem(text.and_then(Measured::str)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut q: A) -> Result<TextItem, A::Error> {
+                while q.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(TextItem(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<TextItem, E> {
+                Ok(TextItem(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<TextItem, E> {
+                Ok(TextItem(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<TextItem, E> {
+                Ok(TextItem(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<TextItem, E> {
+                Ok(TextItem(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<TextItem, E> {
+                Ok(TextItem(None))
+            }
+            fn visit_unit<E>(self) -> Result<TextItem, E> {
+                Ok(TextItem(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Texts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Texts;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Texts, E> {
+                Ok(Texts(vec![Figures::of(s)]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut q: A) -> Result<Texts, A::Error> {
+                let mut v = Vec::new();
+                while let Some(TextItem(t)) = q.next_element()? {
+                    v.extend(t);
+                }
+                Ok(Texts(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Texts, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Texts::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Texts, E> {
+                Ok(Texts::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Texts, E> {
+                Ok(Texts::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Texts, E> {
+                Ok(Texts::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Texts, E> {
+                Ok(Texts::default())
+            }
+            fn visit_unit<E>(self) -> Result<Texts, E> {
+                Ok(Texts::default())
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
