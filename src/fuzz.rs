@@ -609,7 +609,7 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
             // The plan applies its own edits to measure them: a loaded
             // session whose compact edits cannot be applied is a fault
             // (`compact` exits 2 on it).
-            let p = match crate::treat::compact::plan(cp, s, &t) {
+            let p = match crate::treat::compact::plan(cp, std::borrow::Cow::Borrowed(s), &t) {
                 Ok(p) => p,
                 Err(e) => panic!(
                     "compact cannot plan a loaded session: {}\n{}: {e:#}",

@@ -1,6 +1,6 @@
 //! `check`: findings per session; exit 1 when one reaches `--fail-on`.
 
-use super::pipeline::Engine;
+use super::pipeline::{Engine, Loaded};
 use super::{emit, finish};
 use crate::cli::CheckArgs;
 use crate::exit_codes::{FINDINGS, HEALTHY};
@@ -13,9 +13,16 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     let mut e = Engine::open(&a.common, settings.clone())?;
     let items = e.items(a.session.as_deref())?;
     let sessions: Vec<_> = e
-        .map(&items, |store, mut l| {
-            super::remedy::fill(store, &mut l, &settings);
-            rows::check_session(&l.session, l.findings, &l.options)
+        .map(&items, |store, l| {
+            let Loaded {
+                session,
+                mut findings,
+                options,
+            } = l;
+            let mut row = rows::check_session(&session, Vec::new(), &options);
+            super::remedy::fill(store, session, &mut findings, &options, &settings);
+            row.findings = findings;
+            row
         })
         .into_iter()
         .flatten()

@@ -51,14 +51,23 @@ pub(crate) fn target(
     keep_turns: Option<usize>,
     max_request_bytes: Option<u64>,
 ) -> Target {
-    let o = &l.options;
+    target_of(&l.options, &l.findings, keep_turns, max_request_bytes)
+}
+
+/// [`target`] from a session's options and findings.
+pub(crate) fn target_of(
+    o: &crate::diagnose::Options,
+    findings: &[crate::diagnose::Finding],
+    keep_turns: Option<usize>,
+    max_request_bytes: Option<u64>,
+) -> Target {
     let max_request_bytes = max_request_bytes.unwrap_or(o.max_request_bytes);
     Target {
         budget: o.budget.as_ref().ok().cloned(),
         max_request_bytes,
         headroom_bytes: (max_request_bytes as f64 * o.headroom).round() as u64,
         keep_turns,
-        goals: Goals::of(&l.findings),
+        goals: Goals::of(findings),
     }
 }
 
@@ -75,7 +84,7 @@ pub(crate) fn plan_session(
     let o = &l.options;
     let target = target(l, keep_turns, max_request_bytes);
     let c = store.copier();
-    let plan = crate::treat::compact::plan(c, &l.session, &target)?;
+    let plan = crate::treat::compact::plan(c, std::borrow::Cow::Borrowed(&l.session), &target)?;
     let report = CompactReport {
         session_id: l.session.id.clone(),
         source: store.path().display().to_string(),

@@ -13,10 +13,11 @@
 //!   same wherever it is run), and for a stored failure the size of the request that
 //!   failed as `--max-request-bytes` (a limit below it wedged the session).
 
-use super::pipeline::Loaded;
 use crate::config::Settings;
-use crate::diagnose::{Fix, Severity};
+use crate::diagnose::{Finding, Fix, Options, Severity};
 use crate::formats::Store;
+use crate::model::Session;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 fn quote(p: &Path) -> String {
@@ -76,13 +77,20 @@ fn budget_flags(b: &Settings) -> Vec<String> {
     v
 }
 
-/// Fills in `remedy_command` for the findings of `l` that a command fixes
-/// (at warning or above). A compact command is printed only after planning
+/// Fills in `remedy_command` for the `findings` of `session` (diagnosed
+/// with `options`) that a command fixes (at warning or above); the session
+/// is used up by the planning. A compact command is printed only after planning
 /// it: when compact cannot reach what the findings ask, the finding says
 /// why instead. A stored failure of the request size suggests its size as
 /// `--max-request-bytes` when that limit is reachable.
-pub fn fill(store: &dyn Store, l: &mut Loaded, budget: &Settings) {
-    let id = l.session.id.clone();
+pub fn fill(
+    store: &dyn Store,
+    session: Session,
+    findings: &mut [Finding],
+    options: &Options,
+    budget: &Settings,
+) {
+    let id = session.id.clone();
     let head = |cmd: &str| {
         format!(
             "session-doctor {cmd} {} --session {} --out {}",
@@ -91,8 +99,7 @@ pub fn fill(store: &dyn Store, l: &mut Loaded, budget: &Settings) {
             quote(&out_dir(store, cmd, &id))
         )
     };
-    let wants_compact = l
-        .findings
+    let wants_compact = findings
         .iter()
         .any(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning);
     let mut compact_cmd: Result<String, String> = Err(String::new());
@@ -102,8 +109,7 @@ pub fn fill(store: &dyn Store, l: &mut Loaded, budget: &Settings) {
             c.push(' ');
             c.push_str(&flag);
         }
-        let failed = l
-            .findings
+        let failed = findings
             .iter()
             .filter(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning)
             .filter(|f| f.figures.get("judged_by").and_then(|v| v.as_str()) == Some("bytes"))
@@ -117,29 +123,24 @@ pub fn fill(store: &dyn Store, l: &mut Loaded, budget: &Settings) {
             .filter(|&b| b < budget.max_request_bytes);
         let user_limit = (budget.max_request_bytes != crate::diagnose::DEFAULT_MAX_REQUEST_BYTES)
             .then_some(budget.max_request_bytes);
-        let lref: &Loaded = l;
-        // Only whether compact reaches its goals: the plan's edits are not
-        // described (compact itself does that).
-        let plan = |limit: Option<u64>| -> Result<(), String> {
-            let target = super::compact::target(lref, None, limit);
-            let p = crate::treat::compact::plan(store.copier(), &lref.session, &target)
-                .map_err(|e| format!("{e:#}"))?;
-            match (p.unreachable, p.edits.is_empty()) {
-                (Some(why), _) => Err(why),
-                (None, true) => Err("it would change nothing".into()),
-                (None, false) => Ok(()),
-            }
-        };
-        compact_cmd = match failed.map(|b| (b, plan(Some(b)))) {
-            Some((b, Ok(()))) => Ok(format!("{c} --max-request-bytes {b}")),
-            _ => plan(user_limit).map(|()| match user_limit {
+        let target = |limit: Option<u64>| super::compact::target_of(options, findings, None, limit);
+        let user = |session: Session| {
+            reaches(store, Cow::Owned(session), &target(user_limit)).map(|()| match user_limit {
                 Some(u) => format!("{c} --max-request-bytes {u}"),
-                None => c,
-            }),
+                None => c.clone(),
+            })
+        };
+        // The last plan edits the session itself (no copy of a huge
+        // session is made only to find out whether compact can do it).
+        compact_cmd = match failed {
+            Some(b) => match reaches(store, Cow::Borrowed(&session), &target(Some(b))) {
+                Ok(()) => Ok(format!("{c} --max-request-bytes {b}")),
+                Err(_) => user(session),
+            },
+            None => user(session),
         };
     }
-    for f in l
-        .findings
+    for f in findings
         .iter_mut()
         .filter(|f| f.severity >= Severity::Warning)
     {
@@ -157,5 +158,22 @@ pub fn fill(store: &dyn Store, l: &mut Loaded, budget: &Settings) {
                 }
             },
         };
+    }
+}
+
+/// Whether `session-doctor compact` reaches its goals on `session` for
+/// `target` (only that: the plan's edits are not described, compact itself
+/// does that): the reason when it cannot.
+fn reaches(
+    store: &dyn Store,
+    session: Cow<'_, Session>,
+    target: &crate::treat::compact::Target,
+) -> Result<(), String> {
+    let p = crate::treat::compact::plan(store.copier(), session, target)
+        .map_err(|e| format!("{e:#}"))?;
+    match (p.unreachable, p.edits.is_empty()) {
+        (Some(why), _) => Err(why),
+        (None, true) => Err("it would change nothing".into()),
+        (None, false) => Ok(()),
     }
 }

@@ -549,9 +549,11 @@ fn why_unreachable(s: &Session, t: &Target, f: &Figures) -> String {
 }
 
 /// Plans the compaction of `s`, measuring each step on the edited model.
-pub fn plan(store: &dyn Applier, s: &Session, t: &Target) -> Result<Plan> {
-    let overhead = agent_overhead(s);
-    let before = figures(s, t, overhead, 0);
+/// A session given by value is edited in place (no copy of it is made; a
+/// borrowed one is copied at the first step that edits it).
+pub fn plan(store: &dyn Applier, s: std::borrow::Cow<'_, Session>, t: &Target) -> Result<Plan> {
+    let overhead = agent_overhead(&s);
+    let before = figures(&s, t, overhead, 0);
     let mut plan = Plan {
         fits: before.fits,
         before,
@@ -562,7 +564,7 @@ pub fn plan(store: &dyn Applier, s: &Session, t: &Target) -> Result<Plan> {
         overhead_tokens: overhead,
     };
     // The session as edited so far: borrowed until the first step edits it.
-    let mut cur: std::borrow::Cow<'_, Session> = std::borrow::Cow::Borrowed(s);
+    let mut cur = s;
     type StepFn<'a> = Box<dyn Fn(&Session) -> Vec<Edit> + 'a>;
     let steps: Vec<(&'static str, StepFn)> = vec![
         ("strip-media", Box::new(strip_media)),
