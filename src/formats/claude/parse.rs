@@ -134,17 +134,16 @@ struct UsageFields<'a> {
     cache_creation_input_tokens: Raw<'a>,
 }
 
+/// A content block's fields. Its texts (`text`, `thinking`, `data`) are
+/// raw JSON here; [`MeasuredBlock`] reads them as their figures.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct BlockFields<'a> {
+struct BlockFields<'a, T = Raw<'a>> {
     #[serde(borrow, rename = "type")]
     ty: Raw<'a>,
-    #[serde(borrow)]
-    text: Raw<'a>,
-    #[serde(borrow)]
-    thinking: Raw<'a>,
-    #[serde(borrow)]
-    data: Raw<'a>,
+    text: T,
+    thinking: T,
+    data: T,
     #[serde(borrow)]
     name: Raw<'a>,
     #[serde(borrow)]
@@ -257,31 +256,9 @@ fn rfig(r: Raw<'_>) -> Option<Figures> {
 /// A content block read in one pass with its texts measured ([`Measured`]);
 /// a block this read refuses (a repeated key, a text [`rstr`] does not
 /// read) is read again as [`BlockFields`], which decides as before.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct MeasuredBlock<'a> {
-    #[serde(borrow, rename = "type")]
-    ty: Raw<'a>,
-    text: Measured,
-    thinking: Measured,
-    data: Measured,
-    #[serde(borrow)]
-    name: Raw<'a>,
-    #[serde(borrow)]
-    id: Raw<'a>,
-    #[serde(borrow)]
-    input: Raw<'a>,
-    #[serde(borrow)]
-    tool_use_id: Raw<'a>,
-    #[serde(borrow)]
-    is_error: Raw<'a>,
-    #[serde(borrow)]
-    content: Raw<'a>,
-    #[serde(borrow)]
-    source: Raw<'a>,
-}
+type MeasuredBlock<'a> = BlockFields<'a, Measured>;
 
-impl<'a> MeasuredBlock<'a> {
+impl<'a> BlockFields<'a, Measured> {
     /// The block `raw` (an object; anything else reads as the default block).
     fn read(raw: &'a str) -> MeasuredBlock<'a> {
         if !raw.starts_with('{') {
