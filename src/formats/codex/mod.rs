@@ -384,10 +384,12 @@ impl Copier for CodexStore {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use serde_json::json;
+
     /// The byte prefilter never turns away a line the parser takes for a
-    /// Codex line: every first line of every fixture (and of ../shared/real-sessions
-    /// when present), and
-    /// keys spelled with escapes.
+    /// Codex line: every first line of every fixture (and of
+    /// ../shared/real-sessions when present), and keys spelled with escapes.
     #[test]
     fn maybe_codex_keeps_every_codex_first_line() {
         let (mut files, mut codex) = (0, 0);
@@ -427,9 +429,6 @@ mod tests {
             br#"{"parentUuid":null,"sessionId":"s","type":"user","uuid":"u","timestamp":"t"}"#;
         assert!(!maybe_codex(claude));
     }
-
-    use super::*;
-    use serde_json::json;
 
     #[test]
     fn ids_round_trip() {
