@@ -738,9 +738,11 @@ fn typed_item_message(
 
 /// A line's envelope read without a tree (most of a rollout's bytes are
 /// `token_count` events and `turn_context` lines; building their trees took
-/// most of the load time), its payload read in the same pass. The read
-/// stops at a `type` the tree reader takes (a header, response item or
-/// compaction), so those lines cost next to nothing here.
+/// most of the load time), its payload read in the same pass: a
+/// `response_item` payload as [`ItemFields`] when the line's `type` comes
+/// first (as Codex writes it). The read stops at a header or compaction,
+/// and at an item type [`ItemFields`] does not take, so the lines the tree
+/// reader takes cost next to nothing here.
 struct Envelope<'a> {
     ty: Option<std::borrow::Cow<'a, str>>,
     payload: Option<Payload<'a>>,
@@ -749,7 +751,8 @@ struct Envelope<'a> {
     timestamp: Option<&'a serde_json::value::RawValue>,
 }
 
-/// Line types the tree reader takes ([`Loader::line`]).
+/// Line types the tree reader takes ([`Loader::line`]); a response item
+/// of a type [`typed_item_type`] names is read typed instead.
 const TREE_TYPES: [&str; 3] = ["session_meta", "response_item", "compacted"];
 
 impl<'de> serde::Deserialize<'de> for Envelope<'de> {
@@ -1053,8 +1056,9 @@ impl Loader {
     }
 
     /// A line read without building its tree: `None` when it needs one
-    /// (a header, response item or compaction, or any shape the typed read
-    /// does not take, such as repeated keys; the tree reader then decides).
+    /// (a header, compaction, or response item [`ItemFields`] does not take,
+    /// or any shape the typed read does not take, such as repeated keys; the
+    /// tree reader then decides).
     fn fast_line(&mut self, body: &[u8], line: LineRef) -> Option<()> {
         // The typed read skips what it does not keep at any depth; a line
         // the tree reader refuses must stay refused.
@@ -1226,8 +1230,8 @@ pub fn load_sized(
     load_lines(r, path, id, true, lines, bytes).map(|(s, _)| s)
 }
 
-/// [`load`], with the typed read of non-item lines (`fast`) or every line
-/// through a tree (the two must agree: a test loads every fixture both ways).
+/// [`load`], with the typed read of non-item lines and of the items
+/// [`ItemFields`] takes (`fast`), or every line through a tree (the two must agree: a test loads every fixture both ways).
 /// Also answers how many lines the typed read took.
 fn load_lines(
     r: impl Read,
