@@ -1258,8 +1258,12 @@ fn load_lines(
         estimates: 0,
         time: 0,
     };
-    l.s.messages
-        .reserve_exact(usize::try_from(lines).unwrap_or(0));
+    // One message per line, and room for a quarter more: the items of
+    // `compacted` lines' histories. Growing past a reservation copies the
+    // whole list into one twice its size; room never used is never touched,
+    // so it costs address space, not memory.
+    let lines = usize::try_from(lines).unwrap_or(0);
+    l.s.messages.reserve_exact(lines.saturating_add(lines / 4));
     let mut r = crate::formats::LineReader::new(r, size_hint);
     let mut offset = 0u64;
     let mut n = 0u64;
