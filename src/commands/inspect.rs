@@ -1,7 +1,7 @@
 //! `inspect`: one row per message of a session.
 
 use super::pipeline::Engine;
-use super::{emit, finish};
+use super::{emit_with, finish};
 use crate::cli::InspectArgs;
 use crate::exit_codes::HEALTHY;
 use crate::report::{exporter, rows};
@@ -30,6 +30,6 @@ pub fn run(a: &InspectArgs) -> Result<ExitCode> {
         .flatten()
         .collect();
     e.progress.finish();
-    emit(exporter(a.common.format).inspect(&sessions, &e.problems))?;
+    emit_with(|out| exporter(a.common.format).write_inspect(&sessions, &e.problems, out))?;
     Ok(finish(a.common.format, &e.problems, HEALTHY))
 }

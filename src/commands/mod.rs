@@ -93,8 +93,14 @@ fn finish(format: OutputFormat, p: &Problems, judged: u8) -> ExitCode {
 
 /// Writes a whole document to stdout; a closed pipe is not an error.
 fn emit(s: String) -> Result<()> {
+    emit_with(|out| out.write_all(s.as_bytes()))
+}
+
+/// Writes a document to stdout with `write`, as it is made; a closed pipe
+/// is not an error.
+fn emit_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+    match write(&mut out).and_then(|_| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.context("cannot write to stdout"),
     }

@@ -74,6 +74,27 @@ fn doc(key: &str, v: impl Serialize, totals: impl Serialize, problems: &Problems
     s
 }
 
+/// [`doc`] written to `out` as it is serialized.
+fn write_doc(
+    key: &str,
+    v: impl Serialize,
+    totals: impl Serialize,
+    problems: &Problems,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let d = Doc {
+        key,
+        v,
+        totals,
+        problems,
+    };
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, out);
+    serde_json::to_writer_pretty(&mut w, &d)?;
+    w.write_all(b"\n")?;
+    w.flush()
+}
+
 impl Exporter for JsonExporter {
     fn list(&self, rows: &[ListRow], problems: &Problems) -> String {
         doc("sessions", rows, ListTotals::of(rows), problems)
@@ -81,6 +102,21 @@ impl Exporter for JsonExporter {
 
     fn inspect(&self, sessions: &[InspectSession], problems: &Problems) -> String {
         doc("sessions", sessions, InspectTotals::of(sessions), problems)
+    }
+
+    fn write_inspect(
+        &self,
+        sessions: &[InspectSession],
+        problems: &Problems,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        write_doc(
+            "sessions",
+            sessions,
+            InspectTotals::of(sessions),
+            problems,
+            out,
+        )
     }
 
     fn check(&self, sessions: &[CheckSession], problems: &Problems) -> String {

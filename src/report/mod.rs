@@ -208,6 +208,17 @@ pub struct CompactReport {
 pub trait Exporter {
     fn list(&self, rows: &[ListRow], problems: &Problems) -> String;
     fn inspect(&self, sessions: &[InspectSession], problems: &Problems) -> String;
+    /// [`Exporter::inspect`] written to `out` (the same bytes); a format
+    /// that can writes it as it is made, so a huge session's document is
+    /// never held as one string. Errors: `out`'s.
+    fn write_inspect(
+        &self,
+        sessions: &[InspectSession],
+        problems: &Problems,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        out.write_all(self.inspect(sessions, problems).as_bytes())
+    }
     fn check(&self, sessions: &[CheckSession], problems: &Problems) -> String;
     fn repair(&self, report: &RepairReport, problems: &Problems) -> String;
     fn compact(&self, report: &CompactReport, problems: &Problems) -> String;
