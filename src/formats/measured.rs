@@ -6,6 +6,32 @@
 use crate::measure::{char_count, has_compact_marker};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+/// The visitor methods for JSON scalars other than strings (`null`, numbers,
+/// booleans), each giving `$v`: what every reader here makes of a value
+/// that holds no text.
+macro_rules! no_text_in_scalars {
+    ($t:ty, $v:expr) => {
+        fn visit_bool<E>(self, _: bool) -> Result<$t, E> {
+            Ok($v)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<$t, E> {
+            Ok($v)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<$t, E> {
+            Ok($v)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<$t, E> {
+            Ok($v)
+        }
+        fn visit_unit<E>(self) -> Result<$t, E> {
+            Ok($v)
+        }
+        fn visit_none<E>(self) -> Result<$t, E> {
+            Ok($v)
+        }
+    };
+}
+
 /// What the part figures need of a text: characters (the token estimate's
 /// unit), UTF-8 bytes, and whether it holds a `session-doctor compact` marker.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -81,24 +107,7 @@ impl<'de> Deserialize<'de> for Measured {
                 while q.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(Measured::Nested)
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Measured, E> {
-                Ok(Measured::Absent)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Measured, E> {
-                Ok(Measured::Absent)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Measured, E> {
-                Ok(Measured::Absent)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Measured, E> {
-                Ok(Measured::Absent)
-            }
-            fn visit_unit<E>(self) -> Result<Measured, E> {
-                Ok(Measured::Absent)
-            }
-            fn visit_none<E>(self) -> Result<Measured, E> {
-                Ok(Measured::Absent)
-            }
+            no_text_in_scalars!(Measured, Measured::Absent);
         }
         d.deserialize_any(V)
     }
@@ -152,21 +161,7 @@ impl<'de> Deserialize<'de> for TextItem {
             fn visit_str<E>(self, _: &str) -> Result<TextItem, E> {
                 Ok(TextItem(None))
             }
-            fn visit_bool<E>(self, _: bool) -> Result<TextItem, E> {
-                Ok(TextItem(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<TextItem, E> {
-                Ok(TextItem(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<TextItem, E> {
-                Ok(TextItem(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<TextItem, E> {
-                Ok(TextItem(None))
-            }
-            fn visit_unit<E>(self) -> Result<TextItem, E> {
-                Ok(TextItem(None))
-            }
+            no_text_in_scalars!(TextItem, TextItem(None));
         }
         d.deserialize_any(V)
     }
@@ -194,21 +189,7 @@ impl<'de> Deserialize<'de> for Texts {
                 while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                 Ok(Texts::default())
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Texts, E> {
-                Ok(Texts::default())
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Texts, E> {
-                Ok(Texts::default())
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Texts, E> {
-                Ok(Texts::default())
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Texts, E> {
-                Ok(Texts::default())
-            }
-            fn visit_unit<E>(self) -> Result<Texts, E> {
-                Ok(Texts::default())
-            }
+            no_text_in_scalars!(Texts, Texts::default());
         }
         d.deserialize_any(V)
     }

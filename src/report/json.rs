@@ -63,15 +63,12 @@ impl<V: Serialize, T: Serialize> Serialize for Doc<'_, V, T> {
 }
 
 fn doc(key: &str, v: impl Serialize, totals: impl Serialize, problems: &Problems) -> String {
-    let d = Doc {
-        key,
-        v,
-        totals,
-        problems,
-    };
-    let mut s = serde_json::to_string_pretty(&d).unwrap_or_else(|_| "{}".into());
-    s.push('\n');
-    s
+    let mut out = Vec::new();
+    match write_doc(key, v, totals, problems, &mut out) {
+        // serde_json writes UTF-8.
+        Ok(()) => String::from_utf8(out).unwrap_or_else(|_| "{}\n".into()),
+        Err(_) => "{}\n".into(),
+    }
 }
 
 /// [`doc`] written to `out` as it is serialized.

@@ -1070,10 +1070,9 @@ impl Loader {
         if let Some(item) = &e.item {
             return self.typed_item(item, e.timestamp, line);
         }
+        // A header, compaction or item left to the tree was refused by the
+        // envelope's read; what is left here is every other line type.
         let p = e.payload?;
-        if TREE_TYPES.contains(&&*ty) {
-            return None;
-        }
         let sub = raw_str(p.ty)?;
         if let Some(t) = e.timestamp {
             self.time = raw_str(Some(t))?
