@@ -567,6 +567,45 @@ pub(crate) fn too_deep(body: &[u8]) -> bool {
     false
 }
 
+/// Whether `body` (a JSON text) holds a number outside its strings that the
+/// JSON tree reader refuses as out of range (its value overflows an `f64`,
+/// such as `1e400`). The typed readers skip numbers they do not keep
+/// without reading them, so a line they accept must pass this too, or its
+/// copy's writer (which reads the line as a tree) could not edit it.
+pub(crate) fn number_out_of_range(body: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(&b) = body.get(i) {
+        i += 1;
+        match b {
+            b'"' => match skip_string(body, i) {
+                Some(next) => i = next,
+                None => return false,
+            },
+            b'-' | b'0'..=b'9' => {
+                let start = i - 1;
+                while body
+                    .get(i)
+                    .is_some_and(|c| matches!(c, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-'))
+                {
+                    i += 1;
+                }
+                let token = body.get(start..i).unwrap_or_default();
+                // Only an exponent or about 309 digits can overflow.
+                if (token.len() > 300 || token.iter().any(|c| matches!(c, b'e' | b'E')))
+                    && std::str::from_utf8(token)
+                        .ok()
+                        .and_then(|t| t.parse::<f64>().ok())
+                        .is_some_and(f64::is_infinite)
+                {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Reads lines of a JSONL file in place: each line is handed out as a slice
 /// of one buffer (its `\n` included; the last line may lack one), not copied
 /// into a line buffer as `BufRead::read_until` does. The buffer holds at
@@ -790,6 +829,24 @@ mod depth_tests {
                 .unwrap_or_default();
             assert_eq!(array_items(json), want, "{json}");
         }
+    }
+
+    #[test]
+    fn number_out_of_range_matches_the_json_reader() {
+        use super::number_out_of_range;
+        for line in [
+            r#"{"a":1e400}"#,
+            r#"{"a":-1E+309,"b":"x"}"#,
+            r#"{"a":[1,2,{"b":1.5e308}]}"#,
+            r#"{"a":"1e400 in a string","b":true,"c":-0.5e-400}"#,
+            r#"{"a":1e308,"b":"\"1e999\""}"#,
+        ] {
+            let tree = serde_json::from_str::<serde_json::Value>(line).is_ok();
+            assert_eq!(!number_out_of_range(line.as_bytes()), tree, "{line}");
+        }
+        let long = format!(r#"{{"a":{}}}"#, "9".repeat(400));
+        let tree = serde_json::from_str::<serde_json::Value>(&long).is_ok();
+        assert_eq!(!number_out_of_range(long.as_bytes()), tree);
     }
 
     #[test]

@@ -1062,7 +1062,7 @@ impl Loader {
     fn fast_line(&mut self, body: &[u8], line: LineRef) -> Option<()> {
         // The typed read skips what it does not keep at any depth; a line
         // the tree reader refuses must stay refused.
-        if crate::formats::too_deep(body) {
+        if crate::formats::too_deep(body) || crate::formats::number_out_of_range(body) {
             return None;
         }
         let e: Envelope<'_> = serde_json::from_slice(body).ok()?;
