@@ -609,7 +609,15 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
             // The plan applies its own edits to measure them: a loaded
             // session whose compact edits cannot be applied is a fault
             // (`compact` exits 2 on it).
-            let p = match crate::treat::compact::plan(cp, std::borrow::Cow::Borrowed(s), &t) {
+            // Described as `compact` does: each step against the session
+            // as that step found it.
+            let describe = |s: &Session, e: &[crate::edit::Edit]| cp.describe_all(s, e);
+            let p = match crate::treat::compact::plan(
+                cp,
+                std::borrow::Cow::Borrowed(s),
+                &t,
+                Some(&describe),
+            ) {
                 Ok(p) => p,
                 Err(e) => panic!(
                     "compact cannot plan a loaded session: {}\n{}: {e:#}",
@@ -617,7 +625,7 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
                     s.id
                 ),
             };
-            let _ = cp.describe_all(s, &p.edits);
+            assert_eq!(p.changes.len(), p.edits.len(), "one change per edit");
             p.fits.then_some(p.edits)
         });
         if !write {

@@ -10,7 +10,7 @@
 
 use super::copies::{self, CopyPlan};
 use super::pipeline::{Engine, Loaded};
-use super::{emit, finish};
+use super::{emit, emit_with, finish};
 use crate::cli::CompactArgs;
 use crate::diagnose::{Finding, Fix, Severity};
 use crate::edit::Edit;
@@ -35,7 +35,7 @@ pub fn wants_compact(findings: &[Finding]) -> bool {
         .any(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning)
 }
 
-fn plan_one(a: &CompactArgs, store: &dyn Store, store_index: usize, l: &Loaded) -> Result<Planned> {
+fn plan_one(a: &CompactArgs, store: &dyn Store, store_index: usize, l: Loaded) -> Result<Planned> {
     let (report, edits) = plan_session(store, l, a.keep_turns, a.dry_run, None)?;
     Ok(Planned {
         store: store_index,
@@ -72,21 +72,32 @@ pub(crate) fn target_of(
 }
 
 /// The compaction of one loaded session (its findings give the goals),
-/// with `max_request_bytes` instead of the session's limit when given.
-/// Shared with `check`, which plans before it prints a compact command.
+/// with `max_request_bytes` instead of the session's limit when given. The
+/// session is edited in place as the plan goes (no copy of it is kept), and
+/// each step's edits are described against the session as that step found it.
 pub(crate) fn plan_session(
     store: &dyn Store,
-    l: &Loaded,
+    l: Loaded,
     keep_turns: Option<usize>,
     dry_run: bool,
     max_request_bytes: Option<u64>,
 ) -> Result<(CompactReport, Vec<Edit>)> {
-    let o = &l.options;
-    let target = target(l, keep_turns, max_request_bytes);
+    let target = target(&l, keep_turns, max_request_bytes);
+    let Loaded {
+        session, options, ..
+    } = l;
+    let o = &options;
+    let session_id = session.id.clone();
     let c = store.copier();
-    let plan = crate::treat::compact::plan(c, std::borrow::Cow::Borrowed(&l.session), &target)?;
+    let describe = |s: &crate::model::Session, edits: &[Edit]| c.describe_all(s, edits);
+    let plan = crate::treat::compact::plan(
+        c,
+        std::borrow::Cow::Owned(session),
+        &target,
+        Some(&describe),
+    )?;
     let report = CompactReport {
-        session_id: l.session.id.clone(),
+        session_id,
         source: store.path().display().to_string(),
         dest: String::new(),
         dry_run,
@@ -102,7 +113,7 @@ pub(crate) fn plan_session(
         headroom_bytes: target.headroom_bytes,
         before: plan.before.clone(),
         steps: plan.steps.clone(),
-        changes: c.describe_all(&l.session, &plan.edits),
+        changes: plan.changes,
         next_steps: Vec::new(),
     };
     Ok((report, plan.edits))
@@ -136,7 +147,7 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
             return None;
         }
         // The store index is set from the item below.
-        Some(plan_one(a, store, 0, &l))
+        Some(plan_one(a, store, 0, l))
     });
     let mut planned: Vec<Planned> = Vec::new();
     for (it, r) in items.iter().zip(results) {
@@ -176,15 +187,17 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
         problems = std::mem::take(&mut e.problems);
     } else {
         let placed = copies::place(&e, &stores, &out_dir, &guard)?;
+        // The edits move into the copies' plans (a huge session's cut is
+        // hundreds of thousands of edits: not kept twice).
         let plans: Vec<CopyPlan> = placed
             .iter()
             .map(|(si, dest)| CopyPlan {
                 store: *si,
                 dest: dest.clone(),
                 edits: planned
-                    .iter()
+                    .iter_mut()
                     .filter(|p| p.store == *si && p.report.fits)
-                    .flat_map(|p| p.edits.iter().cloned())
+                    .flat_map(|p| std::mem::take(&mut p.edits))
                     .collect(),
             })
             .collect();
@@ -196,7 +209,7 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
                 .zip(&copies_rows)
                 .find(|((si, _), _)| *si == p.store)
             {
-                if p.report.fits && !p.edits.is_empty() {
+                if p.report.fits && !p.report.nothing_to_change {
                     p.report.dest = dest.display().to_string();
                     p.report.written = row.written;
                     if row.written {
@@ -228,7 +241,7 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
                 report.session_id
             );
         }
-        emit(exporter(a.common.format).compact(&report, &problems))?;
+        emit_with(|out| exporter(a.common.format).write_compact(&report, &problems, out))?;
     } else {
         let reports: Vec<CompactReport> = planned.into_iter().map(|p| p.report).collect();
         if reports.is_empty() && a.common.format == crate::cli::OutputFormat::Table {

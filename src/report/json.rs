@@ -6,85 +6,69 @@
 //! `schema/session-doctor.schema.json`.
 
 use super::*;
-use serde_json::{json, Map, Value};
+use crate::error::InputError;
 
 /// The JSON exporter.
 pub struct JsonExporter;
 
-/// A value as JSON; the report structs are plain data (strings, numbers,
-/// maps with string keys), so this cannot fail on them, and a failure would
-/// print `null` rather than stop the run.
-fn value(v: impl Serialize) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
-}
-
-/// The document head: `schema_version` and `tool`.
-fn head() -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("schema_version".into(), json!(SCHEMA_VERSION));
-    m.insert("tool".into(), value(TOOL));
-    m
-}
-
-/// Appends `totals`, `errors` and `warnings` and prints the document.
-fn finish(mut m: Map<String, Value>, totals: impl Serialize, problems: &Problems) -> String {
-    m.insert("totals".into(), value(totals));
-    m.insert("errors".into(), value(&problems.errors));
-    m.insert("warnings".into(), value(&problems.warnings));
-    let mut s = serde_json::to_string_pretty(&Value::Object(m)).unwrap_or_else(|_| "{}".into());
-    s.push('\n');
-    s
-}
-
-/// A document whose payload is one array under `key`, written straight
-/// from the rows: no tree of the whole document is built (a huge session's
-/// `inspect` has hundreds of thousands of rows). The same text as a tree
-/// printed by [`finish`] (keys in this order).
-struct Doc<'a, V, T> {
-    key: &'a str,
-    v: V,
+/// One document, written straight from the report structs: no tree of the
+/// whole document is built (a huge session's `inspect` has hundreds of
+/// thousands of rows, its `compact` as many changes). Keys in this order:
+/// the head (`schema_version`, `tool`), the body's own fields, then
+/// `totals`, `errors` and `warnings`.
+#[derive(Serialize)]
+struct Doc<'a, B, T> {
+    schema_version: u32,
+    tool: Tool,
+    #[serde(flatten)]
+    body: B,
     totals: T,
-    problems: &'a Problems,
+    errors: &'a [InputError],
+    warnings: &'a [InputError],
 }
 
-impl<V: Serialize, T: Serialize> Serialize for Doc<'_, V, T> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(None)?;
-        for (k, v) in head() {
-            m.serialize_entry(&k, &v)?;
-        }
-        m.serialize_entry(self.key, &self.v)?;
-        m.serialize_entry("totals", &self.totals)?;
-        m.serialize_entry("errors", &self.problems.errors)?;
-        m.serialize_entry("warnings", &self.problems.warnings)?;
-        m.end()
-    }
+/// The body of the documents whose payload is one array of sessions.
+#[derive(Serialize)]
+struct Sessions<V> {
+    sessions: V,
 }
 
-fn doc(key: &str, v: impl Serialize, totals: impl Serialize, problems: &Problems) -> String {
+/// The body of `compact` without `--session`.
+#[derive(Serialize)]
+struct CompactBatch<'a> {
+    dry_run: bool,
+    sessions: &'a [CompactReport],
+    copies: &'a [CopyRow],
+}
+
+/// [`write_doc`] into a string. The report structs are plain data (strings,
+/// numbers, maps with string keys), so this cannot fail on them; a failure
+/// would print `{}` rather than stop the run.
+fn doc(body: impl Serialize, totals: impl Serialize, problems: &Problems) -> String {
     let mut out = Vec::new();
-    match write_doc(key, v, totals, problems, &mut out) {
+    match write_doc(body, totals, problems, &mut out) {
         // serde_json writes UTF-8.
         Ok(()) => String::from_utf8(out).unwrap_or_else(|_| "{}\n".into()),
         Err(_) => "{}\n".into(),
     }
 }
 
-/// [`doc`] written to `out` as it is serialized.
+/// The document of `body` written (pretty, one trailing newline) to `out`
+/// as it is serialized. Errors: `out`'s.
 fn write_doc(
-    key: &str,
-    v: impl Serialize,
+    body: impl Serialize,
     totals: impl Serialize,
     problems: &Problems,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     use std::io::Write;
     let d = Doc {
-        key,
-        v,
+        schema_version: SCHEMA_VERSION,
+        tool: TOOL,
+        body,
         totals,
-        problems,
+        errors: &problems.errors,
+        warnings: &problems.warnings,
     };
     let mut w = std::io::BufWriter::with_capacity(1 << 20, out);
     serde_json::to_writer_pretty(&mut w, &d)?;
@@ -94,11 +78,11 @@ fn write_doc(
 
 impl Exporter for JsonExporter {
     fn list(&self, rows: &[ListRow], problems: &Problems) -> String {
-        doc("sessions", rows, ListTotals::of(rows), problems)
+        doc(Sessions { sessions: rows }, ListTotals::of(rows), problems)
     }
 
     fn inspect(&self, sessions: &[InspectSession], problems: &Problems) -> String {
-        doc("sessions", sessions, InspectTotals::of(sessions), problems)
+        doc(Sessions { sessions }, InspectTotals::of(sessions), problems)
     }
 
     fn write_inspect(
@@ -108,8 +92,7 @@ impl Exporter for JsonExporter {
         out: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
         write_doc(
-            "sessions",
-            sessions,
+            Sessions { sessions },
             InspectTotals::of(sessions),
             problems,
             out,
@@ -117,16 +100,25 @@ impl Exporter for JsonExporter {
     }
 
     fn check(&self, sessions: &[CheckSession], problems: &Problems) -> String {
-        doc("sessions", sessions, CheckTotals::of(sessions), problems)
+        doc(Sessions { sessions }, CheckTotals::of(sessions), problems)
     }
 
     fn compact(&self, report: &CompactReport, problems: &Problems) -> String {
-        let mut m = head();
-        if let Value::Object(fields) = value(report) {
-            m.extend(fields);
+        let mut out = Vec::new();
+        match self.write_compact(report, problems, &mut out) {
+            Ok(()) => String::from_utf8(out).unwrap_or_else(|_| "{}\n".into()),
+            Err(_) => "{}\n".into(),
         }
+    }
+
+    fn write_compact(
+        &self,
+        report: &CompactReport,
+        problems: &Problems,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
         let totals = CopyTotals::compact(std::slice::from_ref(report), &[], true);
-        finish(m, totals, problems)
+        write_doc(report, totals, problems, out)
     }
 
     fn compact_batch(
@@ -135,21 +127,15 @@ impl Exporter for JsonExporter {
         copies: &[CopyRow],
         problems: &Problems,
     ) -> String {
-        let mut m = head();
-        m.insert(
-            "dry_run".into(),
-            json!(sessions.first().is_some_and(|s| s.dry_run)),
-        );
-        m.insert("sessions".into(), value(sessions));
-        m.insert("copies".into(), value(copies));
-        finish(m, CopyTotals::compact(sessions, copies, false), problems)
+        let body = CompactBatch {
+            dry_run: sessions.first().is_some_and(|s| s.dry_run),
+            sessions,
+            copies,
+        };
+        doc(body, CopyTotals::compact(sessions, copies, false), problems)
     }
 
     fn repair(&self, report: &RepairReport, problems: &Problems) -> String {
-        let mut m = head();
-        m.insert("dry_run".into(), json!(report.dry_run));
-        m.insert("changes".into(), value(&report.changes));
-        m.insert("copies".into(), value(&report.copies));
-        finish(m, CopyTotals::repair(report), problems)
+        doc(report, CopyTotals::repair(report), problems)
     }
 }

@@ -222,6 +222,17 @@ pub trait Exporter {
     fn check(&self, sessions: &[CheckSession], problems: &Problems) -> String;
     fn repair(&self, report: &RepairReport, problems: &Problems) -> String;
     fn compact(&self, report: &CompactReport, problems: &Problems) -> String;
+    /// [`Exporter::compact`] written to `out` (the same bytes), as it is
+    /// made where the format can: a huge session's cut is hundreds of
+    /// thousands of changes. Errors: `out`'s.
+    fn write_compact(
+        &self,
+        report: &CompactReport,
+        problems: &Problems,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        out.write_all(self.compact(report, problems).as_bytes())
+    }
     /// `compact` without `--session`: one row per session, and the copies.
     fn compact_batch(
         &self,

@@ -24,7 +24,7 @@
 
 use crate::budget::Budget;
 use crate::diagnose::media_before_newest;
-use crate::edit::{Applier, Change, Edit, TextField};
+use crate::edit::{Applier, Change, Edit, StoredChange, TextField};
 use crate::measure::estimate_tokens;
 use crate::model::{ParentLinks, PartKind, Role, Session, ToolStatus};
 use crate::sizing::{agent_overhead, next_turn};
@@ -196,7 +196,15 @@ pub struct Plan {
     pub unreachable: Option<String>,
     pub usable_tokens: u64,
     pub overhead_tokens: u64,
+    /// How each edit looks in storage, in the order of `edits`, when the
+    /// plan was given a [`Describe`] (empty otherwise).
+    pub changes: Vec<StoredChange>,
 }
+
+/// How a format describes edits in storage ([`crate::formats::Copier::describe_all`]):
+/// `plan` calls it on each step's edits with the session as that step found
+/// it, so the original need not be kept beside the edited copy.
+pub type Describe<'a> = dyn Fn(&Session, &[Edit]) -> Vec<StoredChange> + 'a;
 
 fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figures {
     let nt = next_turn(s, Some(overhead));
@@ -550,8 +558,16 @@ fn why_unreachable(s: &Session, t: &Target, f: &Figures) -> String {
 
 /// Plans the compaction of `s`, measuring each step on the edited model.
 /// A session given by value is edited in place (no copy of it is made; a
-/// borrowed one is copied at the first step that edits it).
-pub fn plan(store: &dyn Applier, s: std::borrow::Cow<'_, Session>, t: &Target) -> Result<Plan> {
+/// borrowed one is copied at the first step that edits it). With
+/// `describe`, each step's edits are described against the session as that
+/// step found it (a truncation after `strip-media` shows the stripped text
+/// as its old value) into [`Plan::changes`].
+pub fn plan(
+    store: &dyn Applier,
+    s: std::borrow::Cow<'_, Session>,
+    t: &Target,
+    describe: Option<&Describe<'_>>,
+) -> Result<Plan> {
     let overhead = agent_overhead(&s);
     let before = figures(&s, t, overhead, 0);
     let mut plan = Plan {
@@ -562,6 +578,7 @@ pub fn plan(store: &dyn Applier, s: std::borrow::Cow<'_, Session>, t: &Target) -
         unreachable: None,
         usable_tokens: t.usable(),
         overhead_tokens: overhead,
+        changes: Vec::new(),
     };
     // The session as edited so far: borrowed until the first step edits it.
     let mut cur = s;
@@ -595,6 +612,9 @@ pub fn plan(store: &dyn Applier, s: std::borrow::Cow<'_, Session>, t: &Target) -
         let edits = step(&cur);
         if edits.is_empty() {
             continue;
+        }
+        if let Some(d) = describe {
+            plan.changes.extend(d(&cur, &edits));
         }
         cur = std::borrow::Cow::Owned(match cur {
             std::borrow::Cow::Borrowed(b) => store.apply(b, &edits)?,
@@ -636,6 +656,9 @@ pub fn plan(store: &dyn Applier, s: std::borrow::Cow<'_, Session>, t: &Target) -
             let next = store.apply(&cur, &edits)?;
             let after = figures(&next, t, overhead, 0);
             if after.fits || n == 1 {
+                if let Some(d) = describe {
+                    plan.changes.extend(d(&cur, &edits));
+                }
                 plan.fits = after.fits;
                 plan.steps.push(StepReport {
                     step: "cut-history",

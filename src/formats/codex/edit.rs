@@ -47,7 +47,9 @@ struct LinePlan<'a> {
     edits: Vec<&'a Edit>,
 }
 
-fn plan_lines(edits: &[Edit]) -> Result<BTreeMap<u64, LinePlan<'_>>> {
+fn plan_lines<'a>(
+    edits: impl IntoIterator<Item = &'a Edit>,
+) -> Result<BTreeMap<u64, LinePlan<'a>>> {
     let mut out: BTreeMap<u64, LinePlan> = BTreeMap::new();
     for e in edits {
         let (line, rh) = ids::parse_message(&e.message_id)
@@ -388,12 +390,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
 
 /// [`apply`] in place, on a session the caller gives up.
 pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
-    let mine: Vec<Edit> = edits
-        .iter()
-        .filter(|e| e.session_id == out.id)
-        .cloned()
-        .collect();
-    let plans = plan_lines(&mine)?;
+    let plans = plan_lines(edits.iter().filter(|e| e.session_id == out.id))?;
     let mut ranges: HashMap<u64, (usize, usize)> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
         if let Some(l) = m.line {
