@@ -611,7 +611,9 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
             // (`compact` exits 2 on it).
             // Described as `compact` does: each step against the session
             // as that step found it.
-            let describe = |s: &Session, e: &[crate::edit::Edit]| cp.describe_all(s, e);
+            let describe = |s: &Session, e: &[crate::edit::Edit], out: &mut Vec<_>| {
+                out.extend(cp.describe_all(s, e))
+            };
             let p = match crate::treat::compact::plan(
                 cp,
                 std::borrow::Cow::Borrowed(s),

@@ -13,7 +13,7 @@ use super::pipeline::{Engine, Loaded};
 use super::{emit, emit_with, finish};
 use crate::cli::CompactArgs;
 use crate::diagnose::{Finding, Fix, Severity};
-use crate::edit::Edit;
+use crate::edit::{Edit, StoredChange};
 use crate::exit_codes::{FINDINGS, HEALTHY};
 use crate::formats::Store;
 use crate::report::{exporter, CompactReport};
@@ -89,7 +89,10 @@ pub(crate) fn plan_session(
     let o = &options;
     let session_id = session.id.clone();
     let c = store.copier();
-    let describe = |s: &crate::model::Session, edits: &[Edit]| c.describe_all(s, edits);
+    let describe = |s: &crate::model::Session, edits: &[Edit], out: &mut Vec<StoredChange>| {
+        let ix = s.lookup();
+        out.extend(edits.iter().map(|e| c.describe(s, &ix, e)));
+    };
     let plan = crate::treat::compact::plan(
         c,
         std::borrow::Cow::Owned(session),

@@ -29,6 +29,10 @@ const NOTES_UP_TO: usize = 10;
 /// Spaces between two columns.
 const GAP: usize = 2;
 
+/// Rows a changes table shows before it says how many more there are: a
+/// person reads a few dozen; the JSON document carries every change.
+pub const MAX_CHANGE_ROWS: usize = 200;
+
 /// The table exporter: colour and the width to fit.
 pub struct TableExporter {
     color: bool,
@@ -1571,8 +1575,27 @@ impl Exporter for TableExporter {
 }
 
 impl TableExporter {
-    /// A table of stored changes (`with_session`: a session column first).
-    fn changes(&self, changes: &[crate::edit::StoredChange], with_session: bool) -> String {
+    /// A table of stored changes (`with_session`: a session column first):
+    /// the first [`MAX_CHANGE_ROWS`], then a line saying
+    /// how many more there are (a cut of a huge session drops hundreds of
+    /// thousands of lines; `--format json` lists every one).
+    fn changes(&self, all: &[crate::edit::StoredChange], with_session: bool) -> String {
+        let changes = &all[..all.len().min(MAX_CHANGE_ROWS)];
+        let mut out = self.changes_grid(changes, with_session);
+        if all.len() > changes.len() {
+            out.push_str(&self.wrap(
+                "  ",
+                "    ",
+                &format!(
+                    "... and {} more not shown (--format json lists every change)",
+                    thousands((all.len() - changes.len()) as u64)
+                ),
+            ));
+        }
+        out
+    }
+
+    fn changes_grid(&self, changes: &[crate::edit::StoredChange], with_session: bool) -> String {
         let ids = unique_prefixes(
             changes
                 .iter()
@@ -1646,5 +1669,43 @@ impl TableExporter {
         }
         out.push_str(&next_steps(&c.next_steps, self.width));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edit::StoredChange;
+
+    fn change(i: usize) -> StoredChange {
+        StoredChange {
+            session_id: "s1".into(),
+            message_id: format!("L{i}"),
+            part_id: None,
+            field: "line".into(),
+            old: serde_json::json!(format!("line {i}: user input_text (10 bytes)")),
+            new: serde_json::Value::Null,
+        }
+    }
+
+    /// A cut of a huge session: the table shows the first rows and says how
+    /// many more there are; a short list is shown whole.
+    #[test]
+    fn a_long_changes_table_shows_its_first_rows_and_counts_the_rest() {
+        let t = TableExporter::new(false, Some(120));
+        let long: Vec<StoredChange> = (1..=MAX_CHANGE_ROWS + 1234).map(change).collect();
+        let text = t.changes(&long, false);
+        assert!(text.contains(&format!("L{MAX_CHANGE_ROWS} ")), "{text}");
+        assert!(!text.contains(&format!("L{} ", MAX_CHANGE_ROWS + 1)));
+        assert!(
+            text.contains("... and 1,234 more not shown (--format json lists every change)"),
+            "{text}"
+        );
+        let short: Vec<StoredChange> = (1..=3).map(change).collect();
+        let text = t.changes(&short, true);
+        assert!(
+            text.contains("L3 ") && !text.contains("more not shown"),
+            "{text}"
+        );
     }
 }

@@ -201,10 +201,12 @@ pub struct Plan {
     pub changes: Vec<StoredChange>,
 }
 
-/// How a format describes edits in storage ([`crate::formats::Copier::describe_all`]):
-/// `plan` calls it on each step's edits with the session as that step found
-/// it, so the original need not be kept beside the edited copy.
-pub type Describe<'a> = dyn Fn(&Session, &[Edit]) -> Vec<StoredChange> + 'a;
+/// How a format describes edits in storage ([`crate::formats::Copier::describe`]),
+/// appended to the list given: `plan` calls it on each step's edits with the
+/// session as that step found it, so the original need not be kept beside
+/// the edited copy (and the list grows in place: a cut of a huge session
+/// describes hundreds of thousands of lines).
+pub type Describe<'a> = dyn Fn(&Session, &[Edit], &mut Vec<StoredChange>) + 'a;
 
 fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figures {
     let nt = next_turn(s, Some(overhead));
@@ -614,7 +616,7 @@ pub fn plan(
             continue;
         }
         if let Some(d) = describe {
-            plan.changes.extend(d(&cur, &edits));
+            d(&cur, &edits, &mut plan.changes);
         }
         cur = std::borrow::Cow::Owned(match cur {
             std::borrow::Cow::Borrowed(b) => store.apply(b, &edits)?,
@@ -657,7 +659,7 @@ pub fn plan(
             let after = figures(&next, t, overhead, 0);
             if after.fits || n == 1 {
                 if let Some(d) = describe {
-                    plan.changes.extend(d(&cur, &edits));
+                    d(&cur, &edits, &mut plan.changes);
                 }
                 plan.fits = after.fits;
                 plan.steps.push(StepReport {
