@@ -25,7 +25,7 @@ use super::parse::{json_len, line_messages, visible_view, NOTE_MARKER};
 use crate::edit::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::{LineRef, Message, Session};
 use anyhow::{anyhow, bail, Context, Result};
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Seek, Write};
@@ -40,27 +40,52 @@ enum Mode {
     Write,
 }
 
-/// The edits of one line.
-#[derive(Default)]
-struct LinePlan<'a> {
-    drop: bool,
-    edits: Vec<&'a Edit>,
+/// What the edits do to each line: lines dropped whole, and the edits of
+/// the lines that stay (a dropped line's other edits are moot). Drops are a
+/// sorted list, not map entries: a cut of a huge rollout drops hundreds of
+/// thousands of lines.
+struct LinePlans<'a> {
+    /// Dropped lines, ascending, each once.
+    drops: Vec<u64>,
+    /// Edits of the lines that stay, by line.
+    edits: BTreeMap<u64, Vec<&'a Edit>>,
 }
 
-fn plan_lines<'a>(
-    edits: impl IntoIterator<Item = &'a Edit>,
-) -> Result<BTreeMap<u64, LinePlan<'a>>> {
-    let mut out: BTreeMap<u64, LinePlan> = BTreeMap::new();
+impl LinePlans<'_> {
+    fn dropped(&self, line: u64) -> bool {
+        self.drops.binary_search(&line).is_ok()
+    }
+
+    /// The last line any edit names.
+    fn last_line(&self) -> Option<u64> {
+        self.drops
+            .last()
+            .copied()
+            .max(self.edits.keys().next_back().copied())
+    }
+}
+
+/// Errors: an edit whose message id is not a Codex one (`L<line>`,
+/// `L<line>.<item>`).
+fn plan_lines<'a>(edits: impl IntoIterator<Item = &'a Edit>) -> Result<LinePlans<'a>> {
+    let mut out = LinePlans {
+        drops: Vec::new(),
+        edits: BTreeMap::new(),
+    };
     for e in edits {
         let (line, rh) = ids::parse_message(&e.message_id)
             .ok_or_else(|| anyhow!("{} is not a Codex message id", e.message_id))?;
-        let p = out.entry(line).or_default();
         if e.change == Change::DropMessage && rh.is_none() {
-            p.drop = true;
+            out.drops.push(line);
         } else {
-            p.edits.push(e);
+            out.edits.entry(line).or_default().push(e);
         }
     }
+    out.drops.sort_unstable();
+    out.drops.dedup();
+    let drops = std::mem::take(&mut out.drops);
+    out.edits.retain(|l, _| drops.binary_search(l).is_err());
+    out.drops = drops;
     Ok(out)
 }
 
@@ -391,9 +416,10 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
 /// [`apply`] in place, on a session the caller gives up.
 pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     let plans = plan_lines(edits.iter().filter(|e| e.session_id == out.id))?;
+    // The messages of each edited line (only those: a cut's drops need none).
     let mut ranges: HashMap<u64, (usize, usize)> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
-        if let Some(l) = m.line {
+        if let Some(l) = m.line.filter(|l| plans.edits.contains_key(&l.line)) {
             ranges
                 .entry(l.line)
                 .and_modify(|r| r.1 = i)
@@ -401,10 +427,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
         }
     }
     let mut todo: Vec<(u64, usize, usize)> = Vec::new();
-    for (line, p) in &plans {
-        if p.drop || p.edits.is_empty() {
-            continue;
-        }
+    for line in plans.edits.keys() {
         let &(a, b) = ranges
             .get(line)
             .ok_or_else(|| anyhow!("line {line} holds no message of session {}", out.id))?;
@@ -419,7 +442,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
             Some(raw) => (**raw).clone(),
             None => read_line(&out.source, lr)?,
         };
-        edit_line(&mut v, &plans[&line].edits, Mode::Model)?;
+        edit_line(&mut v, &plans.edits[&line], Mode::Model)?;
         let nl = LineRef {
             bytes: json_len(&cleaned(&v)) + 1,
             ..lr
@@ -433,18 +456,13 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
         }
         out.messages.splice(a..=b, msgs);
     }
-    let dropped: HashSet<u64> = plans
-        .iter()
-        .filter(|(_, p)| p.drop)
-        .map(|(l, _)| *l)
-        .collect();
     out.messages
-        .retain(|m| !m.line.is_some_and(|l| dropped.contains(&l.line)));
+        .retain(|m| !m.line.is_some_and(|l| plans.dropped(l.line)));
     out.problems.retain(|p| {
         !p.id
             .as_deref()
             .and_then(ids::parse_message)
-            .is_some_and(|(l, _)| dropped.contains(&l))
+            .is_some_and(|(l, _)| plans.dropped(l))
     });
     out.visible = visible_view(&out.messages);
     Ok(out)
@@ -473,22 +491,24 @@ pub fn write_copy(src: &Path, len: u64, dest: &Path, edits: &[Edit], replace: bo
                 break;
             }
             n += 1;
-            match plans.get(&n) {
-                Some(p) if p.drop => {}
-                Some(p) if !p.edits.is_empty() => {
+            if plans.dropped(n) {
+                continue;
+            }
+            match plans.edits.get(&n) {
+                Some(es) => {
                     let mut v: Value = serde_json::from_slice(super::parse::trim_eol(&buf))
                         .with_context(|| format!("{}:line {n}: not valid JSON", src.display()))?;
-                    edit_line(&mut v, &p.edits, Mode::Write)
+                    edit_line(&mut v, es, Mode::Write)
                         .with_context(|| format!("{}:line {n}", src.display()))?;
                     serde_json::to_writer(&mut w, &v)?;
                     w.write_all(b"\n")?;
                 }
-                _ => w
+                None => w
                     .write_all(&buf)
                     .with_context(|| format!("{}: cannot write", staged.path().display()))?,
             }
         }
-        if let Some((&last, _)) = plans.iter().next_back() {
+        if let Some(last) = plans.last_line() {
             if last > n {
                 bail!(
                     "{}: an edit names line {last}, the file has {n}",
