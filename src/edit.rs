@@ -8,7 +8,9 @@
 /// format module that owns the session knows how to write them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Edit {
-    pub session_id: String,
+    /// Shared by every edit of a session (a cut of a huge session is
+    /// hundreds of thousands of edits).
+    pub session_id: std::sync::Arc<str>,
     pub message_id: String,
     pub change: Change,
 }
@@ -153,7 +155,8 @@ pub fn truncate_strings(v: &mut serde_json::Value, max_chars: usize) {
 /// A change as it is stored: the stored field name with old and new values.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct StoredChange {
-    pub session_id: String,
+    /// The edit's (shared, not copied).
+    pub session_id: std::sync::Arc<str>,
     pub message_id: String,
     /// The part changed, for part-level changes.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -114,8 +114,8 @@ pub fn edited_sessions(edits: &[Edit]) -> Vec<String> {
     let mut seen = rustc_hash::FxHashSet::default();
     edits
         .iter()
-        .filter(|e| seen.insert(e.session_id.as_str()))
-        .map(|e| e.session_id.clone())
+        .filter(|e| seen.insert(&*e.session_id))
+        .map(|e| e.session_id.to_string())
         .collect()
 }
 

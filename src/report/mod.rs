@@ -390,7 +390,7 @@ pub struct CopyTotals {
 impl CopyTotals {
     /// The totals of a `repair` report.
     pub fn repair(r: &RepairReport) -> Self {
-        let mut ids: Vec<&str> = r.changes.iter().map(|c| c.session_id.as_str()).collect();
+        let mut ids: Vec<&str> = r.changes.iter().map(|c| &*c.session_id).collect();
         ids.sort_unstable();
         ids.dedup();
         CopyTotals {

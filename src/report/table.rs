@@ -1599,7 +1599,7 @@ impl TableExporter {
         let ids = unique_prefixes(
             changes
                 .iter()
-                .flat_map(|c| [c.session_id.as_str(), c.message_id.as_str()]),
+                .flat_map(|c| [&*c.session_id, c.message_id.as_str()]),
         );
         let mut cols = Vec::new();
         if with_session {

@@ -31,6 +31,7 @@ use crate::sizing::{agent_overhead, next_turn};
 use anyhow::Result;
 use rustc_hash::FxHashSet as HashSet;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// What the compacted session must fit.
 #[derive(Debug, Clone)]
@@ -230,9 +231,10 @@ fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figu
     }
 }
 
-fn edit(s: &Session, message_id: &str, change: Change) -> Edit {
+/// An edit of session `sid` (one shared id for all of a step's edits).
+fn edit(sid: &Arc<str>, message_id: &str, change: Change) -> Edit {
     Edit {
-        session_id: s.id.clone(),
+        session_id: sid.clone(),
         message_id: message_id.to_string(),
         change,
     }
@@ -240,6 +242,7 @@ fn edit(s: &Session, message_id: &str, change: Change) -> Edit {
 
 /// Step 1: strip historical media.
 fn strip_media(s: &Session) -> Vec<Edit> {
+    let sid: Arc<str> = s.id.as_str().into();
     let mut out = Vec::new();
     for i in media_before_newest(s) {
         let m = &s.messages[i];
@@ -259,7 +262,7 @@ fn strip_media(s: &Session) -> Vec<Edit> {
                 .collect::<Vec<_>>()
                 .join("\n");
             out.push(edit(
-                s,
+                &sid,
                 &m.id,
                 Change::StripMedia {
                     part_id: p.id.clone(),
@@ -273,6 +276,7 @@ fn strip_media(s: &Session) -> Vec<Edit> {
 
 /// Step 2: truncate old completed tool outputs, newest kept longest.
 fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
+    let sid: Arc<str> = s.id.as_str().into();
     let keep_tokens = t.tool_output_budget();
     let base_cap = (t.overflow_budget() * 4) as usize;
     let mut used = 0u64;
@@ -295,7 +299,7 @@ fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
             rank += 1;
             if tool.output_chars as usize > cap {
                 out.push(edit(
-                    s,
+                    &sid,
                     &m.id,
                     Change::Truncate {
                         part_id: p.id.clone(),
@@ -311,6 +315,7 @@ fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
 
 /// Step 3: truncate oversized text, reasoning and tool-input parts.
 fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
+    let sid: Arc<str> = s.id.as_str().into();
     let cap = (t.overflow_budget() * 4) as usize;
     let newest_user = s.messages.iter().rposition(|m| m.is_prompt());
     let mut out = Vec::new();
@@ -333,7 +338,7 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
             };
             if chars as usize > cap {
                 out.push(edit(
-                    s,
+                    &sid,
                     &m.id,
                     Change::Truncate {
                         part_id: p.id.clone(),
@@ -358,6 +363,7 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
 /// assistant message (chains); messages a compaction preserves are left as
 /// they are, the agent relinks them itself.
 fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
+    let sid: Arc<str> = s.id.as_str().into();
     let visible: Vec<usize> = match keep_turns {
         None => s.visible.clone(),
         Some(n) => {
@@ -413,7 +419,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     for &i in &dropped {
         let id = s.messages[i].id.as_str();
         if seen.insert(id) {
-            out.push(edit(s, id, Change::DropMessage));
+            out.push(edit(&sid, id, Change::DropMessage));
         }
     }
     let preserved: HashSet<&str> = s.preserved_ids();
@@ -462,7 +468,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
                 });
                 if let Some(k) = new {
                     out.push(edit(
-                        s,
+                        &sid,
                         &m.id,
                         Change::SetParent {
                             old: Some(pid.to_string()),
@@ -483,7 +489,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
                 .filter(|&&i| s.messages[i].is_prompt())
                 .count();
             out.push(edit(
-                s,
+                &sid,
                 &s.messages[first_user].id,
                 Change::AddNote {
                     text: format!(
@@ -504,6 +510,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
 /// Nth-last user turn records a compaction (a summary holding the previous
 /// summary and a note) whose kept tail starts there.
 fn cut_with_summary(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
+    let sid: Arc<str> = s.id.as_str().into();
     let Some(n) = keep_turns else {
         return Vec::new();
     };
@@ -525,7 +532,7 @@ fn cut_with_summary(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
         .filter(|&&i| s.messages[i].is_prompt())
         .count();
     vec![edit(
-        s,
+        &sid,
         &s.messages[first].id,
         Change::CutBefore {
             note: format!(

@@ -30,8 +30,9 @@ use rustc_hash::FxHashSet as HashSet;
 
 /// Edits that repair `s`, in message order; empty when nothing is repairable.
 pub fn plan(s: &Session) -> Vec<Edit> {
+    let sid: std::sync::Arc<str> = s.id.as_str().into();
     let edit = |message_id: &str, change: Change| Edit {
-        session_id: s.id.clone(),
+        session_id: sid.clone(),
         message_id: message_id.to_string(),
         change,
     };
@@ -213,7 +214,7 @@ fn session_edits(s: &Session) -> Vec<Edit> {
         return Vec::new();
     };
     let on = |sid: &str, c: SessionChange| Edit {
-        session_id: sid.to_string(),
+        session_id: sid.into(),
         message_id: sid.to_string(),
         change: Change::Session(c),
     };

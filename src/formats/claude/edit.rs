@@ -367,7 +367,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
 
 /// [`apply`] in place, on a session the caller gives up.
 pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
-    let edits: Vec<&Edit> = edits.iter().filter(|e| e.session_id == out.id).collect();
+    let edits: Vec<&Edit> = edits.iter().filter(|e| *e.session_id == *out.id).collect();
     let plan = Plan::new(&edits);
     let mut copies: HashMap<String, Vec<usize>> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {

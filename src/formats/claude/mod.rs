@@ -419,7 +419,7 @@ impl Copier for ClaudeStore {
     }
 
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
-        let edits: Vec<&Edit> = edits.iter().filter(|e| e.session_id == self.id).collect();
+        let edits: Vec<&Edit> = edits.iter().filter(|e| *e.session_id == *self.id).collect();
         let lens = match self.snapshot.get() {
             Some(l) => l.clone(),
             None => self

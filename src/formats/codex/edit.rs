@@ -415,7 +415,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
 
 /// [`apply`] in place, on a session the caller gives up.
 pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
-    let plans = plan_lines(edits.iter().filter(|e| e.session_id == out.id))?;
+    let plans = plan_lines(edits.iter().filter(|e| *e.session_id == *out.id))?;
     // The messages of each edited line (only those: a cut's drops need none).
     let mut ranges: HashMap<u64, (usize, usize)> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {

@@ -833,7 +833,7 @@ impl DaStore {
 
     /// Applies one edit to the copy (inside its transaction).
     fn apply_in_db(&self, txn: &rusqlite::Transaction<'_>, e: &Edit) -> Result<()> {
-        let (sid, mid) = (&e.session_id, &e.message_id);
+        let (sid, mid) = (&*e.session_id, &e.message_id);
         match self.gen {
             Gen::Legacy => {
                 if !matches!(
@@ -1094,7 +1094,7 @@ impl Applier for DaStore {
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
         let mine: Vec<&Edit> = edits
             .iter()
-            .filter(|e| e.session_id == session.id)
+            .filter(|e| *e.session_id == *session.id)
             .collect();
         self.build(&session.id, Some(session), &mine)
     }

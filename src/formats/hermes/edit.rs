@@ -360,14 +360,14 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
         if let Change::Session(c) = &e.change {
             // A session change may name another session of the store (the
             // parent an empty continuation hands back to).
-            if e.session_id == s.id {
+            if *e.session_id == *s.id {
                 if let Some(l) = out.lineage.as_deref_mut() {
                     session_change(l, c);
                 }
             }
             continue;
         }
-        if e.session_id != s.id {
+        if *e.session_id != *s.id {
             continue;
         }
         let mi = *index
@@ -648,7 +648,7 @@ pub fn write(txn: &rusqlite::Transaction<'_>, schema: &Schema, edits: &[Edit]) -
         }
     };
     for e in edits {
-        let (sid, mid) = (e.session_id.as_str(), e.message_id.as_str());
+        let (sid, mid) = (&*e.session_id, e.message_id.as_str());
         match &e.change {
             Change::StripMedia { .. } | Change::Truncate { .. } => {
                 let before = read_one(conn, schema, sid, mid)?;

@@ -187,7 +187,7 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) ->
         .rev()
         .map(|(i, m)| (m.id.clone(), i))
         .collect();
-    for e in edits.iter().filter(|e| e.session_id == s.id) {
+    for e in edits.iter().filter(|e| *e.session_id == *s.id) {
         let mi = *index
             .get(&e.message_id)
             .ok_or_else(|| anyhow!("message {} not in session {}", e.message_id, s.id))?;

@@ -106,7 +106,7 @@ impl LegacyStore {
     fn apply_in_tree(&self, root: &Path, e: &Edit) -> Result<()> {
         let msg_file = root
             .join("message")
-            .join(&e.session_id)
+            .join(&*e.session_id)
             .join(format!("{}.json", e.message_id));
         let part_file = |pid: &str| {
             root.join("part")

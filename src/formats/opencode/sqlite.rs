@@ -352,7 +352,7 @@ impl edit::RawRows for DbRows<'_> {
 
 /// Applies one edit to the rows of a copy (inside the copy's transaction).
 fn apply_in_db(txn: &rusqlite::Transaction<'_>, e: &Edit) -> Result<()> {
-    let (sid, mid) = (&e.session_id, &e.message_id);
+    let (sid, mid) = (&*e.session_id, e.message_id.as_str());
     match &e.change {
         Change::SetParent { .. } | Change::ClearParent { .. } => {
             let data: String = txn
