@@ -762,7 +762,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
         .metadata()
         .with_context(|| format!("{}: cannot read", path.display()))?
         .len();
-    let lines = crate::formats::count_lines(&f, file_len)
+    let lines = crate::formats::estimate_lines(&f, file_len)
         .with_context(|| format!("{}: cannot read", path.display()))?;
     s.messages.reserve(usize::try_from(lines).unwrap_or(0));
     let mut r = crate::formats::LineReader::new(f.take(file_len), file_len);

@@ -296,7 +296,7 @@ impl Store for CodexStore {
             .metadata()
             .with_context(|| format!("{}: cannot read", self.path.display()))?
             .len();
-        let lines = crate::formats::count_lines(&f, len)
+        let lines = crate::formats::estimate_lines(&f, len)
             .with_context(|| format!("{}: cannot read", self.path.display()))?;
         let mut s = parse::load_sized(
             f.take(len),

@@ -1216,9 +1216,9 @@ pub fn load(r: impl Read, path: &Path, id: &str) -> std::io::Result<Session> {
     load_lines(r, path, id, true, 0, 1 << 20).map(|(s, _)| s)
 }
 
-/// [`load`] of a rollout of `bytes` bytes and `lines` lines: room for one
-/// message per line reserved up front (more for a `compacted` line's
-/// history), reads sized to the file.
+/// [`load`] of a rollout of `bytes` bytes and about `lines` lines (an
+/// estimate on the high side): room for one message per line reserved up
+/// front (more for a `compacted` line's history), reads sized to the file.
 pub fn load_sized(
     r: impl Read,
     path: &Path,
