@@ -96,3 +96,55 @@ fn issue8_inspect_of_a_long_session_prints_every_row_as_table_and_json() {
         table.lines().count()
     );
 }
+
+/// The lines of one file are read on every core, block by block; what
+/// depends on earlier lines (duplicate ids, unreadable lines, titles) is
+/// taken in file order, so `check`, `inspect` and `list` print the same documents
+/// for one thread and for several (an unreadable line and a repeated
+/// message line sit among thousands of lines).
+#[test]
+fn issue8_one_file_read_on_every_core_gives_what_one_core_gives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (projects, messages) = long_transcript(tmp.path(), 60);
+    let file = projects.join("-home-dev-long/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let middle = lines.len() / 2;
+    let repeated = lines[middle..]
+        .iter()
+        .find(|l| l.contains(r#""type":"assistant""#) && l.contains(r#""uuid""#))
+        .unwrap()
+        .to_string();
+    lines.insert(middle, "{\"type\":\"user\", not json");
+    lines.insert(middle + 7, &repeated);
+    lines.push(r#"{"type":"custom-title","customTitle":"Long one","sessionId":"x"}"#);
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let p = projects.to_str().unwrap();
+    for cmd in [
+        vec!["check", "--format", "json", "--fail-on", "never"],
+        vec!["inspect", "--top", "3", "--format", "json"],
+        vec!["list", "--format", "json"],
+    ] {
+        let run = |jobs: &str| {
+            let mut args = cmd.clone();
+            args.extend(["--jobs", jobs, p]);
+            json(&args)
+        };
+        let one = run("1");
+        assert_eq!(run("2"), one, "{cmd:?}");
+        assert_eq!(run("4"), one, "{cmd:?}");
+        if cmd[0] == "inspect" {
+            let s = &one["sessions"][0];
+            assert_eq!(s["messages"].as_array().unwrap().len(), messages + 1);
+        } else if cmd[0] == "list" {
+            assert_eq!(one["sessions"][0]["title"], "Long one");
+        } else {
+            let codes: Vec<String> = findings(&one)
+                .iter()
+                .map(|f| f["code"].as_str().unwrap().to_string())
+                .collect();
+            assert!(codes.iter().any(|c| c == "unreadable"), "{codes:?}");
+            assert!(codes.iter().any(|c| c == "duplicate-id"), "{codes:?}");
+        }
+    }
+}

@@ -685,6 +685,24 @@ impl<R: std::io::Read> LineReader<R> {
     }
 }
 
+impl<R: std::io::Read> LineReader<R> {
+    /// The next lines: every complete line already read (at least one, read
+    /// as [`LineReader::next_line`] reads it), as one slice of the buffer;
+    /// `None` at the end. The last line of the input may lack its `\n`.
+    /// Errors: the reader's.
+    pub(crate) fn next_lines(&mut self) -> std::io::Result<Option<&[u8]>> {
+        let Some(first) = self.next_line()?.map(<[u8]>::len) else {
+            return Ok(None);
+        };
+        let start = self.start - first;
+        let rest = self.buf.get(self.start..self.end).unwrap_or_default();
+        if let Some(i) = memchr::memrchr(b'\n', rest) {
+            self.start += i + 1;
+        }
+        Ok(self.buf.get(start..self.start))
+    }
+}
+
 /// Skips the JSON string whose opening quote is at `b[i - 1]`: the index
 /// just past its closing quote (a vectorized search for the next quote or
 /// backslash), or `None` when it is not terminated.
@@ -784,7 +802,7 @@ mod depth_tests {
     }
 
     #[test]
-    fn line_reader_gives_the_lines_read_until_gives() {
+    fn line_reader_gives_the_lines_read_until_gives_one_by_one_and_in_blocks() {
         use super::LineReader;
         use std::io::BufRead;
         let long = "x".repeat(10_000);
@@ -814,6 +832,14 @@ mod depth_tests {
                     got.push(l.to_vec());
                 }
                 assert_eq!(got, want, "hint {hint}, {} bytes", text.len());
+                // Blocks of whole lines hold the same lines.
+                let mut got = Vec::new();
+                let mut lr = LineReader::new(Trickle(text.as_bytes()), hint);
+                while let Some(block) = lr.next_lines().unwrap() {
+                    assert!(!block.is_empty());
+                    got.extend(block.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec));
+                }
+                assert_eq!(got, want, "blocks, hint {hint}, {} bytes", text.len());
             }
         }
     }

@@ -753,9 +753,96 @@ pub(super) fn problem_id(path: &Path, line: u64) -> String {
     format!("{}:{line}", file_name(path))
 }
 
+/// What one line of a transcript holds, read from the line alone (no
+/// session state), so the lines of one block can be read on every core.
+enum LineRead {
+    /// Only whitespace.
+    Blank,
+    /// Not a JSON object the loader can use: the reader's message (empty
+    /// when the line is JSON but not an object).
+    Unreadable(String),
+    /// A message line.
+    Message(Box<Message>),
+    /// Any other line: what the session takes from it (main file only).
+    Other(Meta),
+}
+
+/// What a line that is not a message gives the session.
+enum Meta {
+    None,
+    /// `last-prompt`: the leaf the agent resumes from.
+    Leaf(String),
+    /// `custom-title` (the user's).
+    CustomTitle(Option<String>),
+    /// `ai-title` (the agent's).
+    AiTitle(Option<String>),
+    /// `summary` (older transcripts' title).
+    Summary(Option<String>),
+}
+
+/// Blocks of fewer lines than this are read on one core (the split costs
+/// more than it saves).
+const PARALLEL_FROM_LINES: usize = 64;
+
+/// Reads one line (`buf`, its newline included) of file `fi` at `line`.
+fn read_line(buf: &[u8], line: LineRef, fi: usize) -> LineRead {
+    let body = buf.trim_ascii_end();
+    if body.is_empty() {
+        return LineRead::Blank;
+    }
+    let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    let mut scratch = None;
+    let parsed = if first == Some(b'{') {
+        if too_deep(body) {
+            Err(format!(
+                "nesting deeper than {MAX_DEPTH} levels (the JSON reader's limit: the line could not be edited)"
+            ))
+        } else if number_out_of_range(body) {
+            Err("a number out of range (beyond what a 64-bit float holds: the line could not be edited)".into())
+        } else {
+            Fields::read(body, &mut scratch).map_err(|e| e.to_string())
+        }
+    } else {
+        // Not an object: say whether it is JSON at all.
+        Err(
+            match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+                Ok(_) => String::new(),
+                Err(e) => e.to_string(),
+            },
+        )
+    };
+    let v = match parsed {
+        Ok(v) => v,
+        Err(e) => return LineRead::Unreadable(e),
+    };
+    if let Some(m) = parse_fields(&v, body, line, fi > 0) {
+        return LineRead::Message(Box::new(m));
+    }
+    if fi > 0 {
+        return LineRead::Other(Meta::None);
+    }
+    let owned = |c: Option<Cow<'_, str>>| c.map(Cow::into_owned);
+    LineRead::Other(match v.str("type").as_deref() {
+        Some("last-prompt") => v
+            .str("leafUuid")
+            .map_or(Meta::None, |l| Meta::Leaf(l.into_owned())),
+        Some("custom-title") => {
+            Meta::CustomTitle(owned(v.str("customTitle").or_else(|| v.str("title"))))
+        }
+        Some("ai-title") => Meta::AiTitle(owned(v.str("aiTitle").or_else(|| v.str("title")))),
+        Some("summary") => Meta::Summary(owned(v.str("summary"))),
+        _ => Meta::None,
+    })
+}
+
 /// Streams one file into `s` up to its size when opened (the snapshot's
-/// length, returned). `fi` is the file's index in `s.files`.
+/// length, returned). `fi` is the file's index in `s.files`. The lines of
+/// each block read are parsed on every core of the current thread pool
+/// ([`read_line`]); what depends on earlier lines (duplicate ids, load
+/// problems, titles) is then taken from them in file order, so the session
+/// is the same for any number of threads.
 fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Result<u64> {
+    use rayon::prelude::*;
     let f = crate::fsx::open_regular(path)
         .with_context(|| format!("{}: cannot open", path.display()))?;
     let file_len = f
@@ -772,127 +859,107 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     let mut seen: HashMap<String, LineRef> = HashMap::default();
     loop {
         let Some(buf) = r
-            .next_line()
+            .next_lines()
             .with_context(|| format!("{}: cannot read after line {n}", path.display()))?
         else {
             break;
         };
-        let len = buf.len() as u64;
-        n += 1;
-        let line = LineRef {
-            file: fi,
-            line: n,
-            offset,
-            bytes: len,
-        };
-        offset += len;
-        let has_newline = buf.last() == Some(&b'\n');
-        let body = buf.trim_ascii_end();
-        if body.is_empty() {
-            s.other_bytes += len;
-            continue;
-        }
-        let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
-        let mut scratch = None;
-        let parsed = if first == Some(b'{') {
-            if too_deep(body) {
-                Err(format!(
-                    "nesting deeper than {MAX_DEPTH} levels (the JSON reader's limit: the line could not be edited)"
-                ))
-            } else if number_out_of_range(body) {
-                Err("a number out of range (beyond what a 64-bit float holds: the line could not be edited)".into())
-            } else {
-                Fields::read(body, &mut scratch).map_err(|e| e.to_string())
-            }
-        } else {
-            // Not an object: say whether it is JSON at all.
-            Err(
-                match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
-                    Ok(_) => String::new(),
-                    Err(e) => e.to_string(),
+        let mut block: Vec<(LineRef, &[u8])> = Vec::new();
+        let mut rest = buf;
+        while !rest.is_empty() {
+            let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+            let (l, tail) = rest.split_at(end);
+            let len = l.len() as u64;
+            n += 1;
+            block.push((
+                LineRef {
+                    file: fi,
+                    line: n,
+                    offset,
+                    bytes: len,
                 },
-            )
+                l,
+            ));
+            offset += len;
+            rest = tail;
+        }
+        let reads: Vec<LineRead> = if block.len() < PARALLEL_FROM_LINES {
+            block
+                .iter()
+                .map(|&(line, l)| read_line(l, line, fi))
+                .collect()
+        } else {
+            block
+                .par_iter()
+                .with_min_len(16)
+                .map(|&(line, l)| read_line(l, line, fi))
+                .collect()
         };
-        let v = match parsed {
-            Ok(v) => v,
-            Err(e) => {
-                s.other_bytes += len;
-                let torn = !has_newline && !e.is_empty();
-                s.problems.push(LoadProblem {
-                    location: format!("{}:line {n}", path.display()),
-                    id: Some(problem_id(path, n)),
-                    error: if e.is_empty() {
-                        "expected a JSON object".into()
-                    } else if torn {
-                        format!("the last line ({len} bytes) has no newline and is not complete JSON ({e}): the agent stopped while writing it")
-                    } else {
-                        format!("invalid JSON: {e}")
-                    },
-                    kind: if torn {
-                        ProblemKind::TornTail
-                    } else {
-                        ProblemKind::Unreadable
-                    },
-                    file: Some(fi),
-                    line: Some(n),
-                    row: None,
-                });
-                continue;
-            }
-        };
-        match parse_fields(&v, body, line, fi > 0) {
-            Some(m) => {
-                match seen.get(&m.id) {
-                    Some(first) => {
-                        let this = serde_json::from_slice::<Value>(body).ok();
-                        let same = read_line_at(path, first.offset, first.bytes)
-                            .ok()
-                            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                            .zip(this)
-                            .is_some_and(|(f, t)| fingerprint(&f) == fingerprint(&t));
-                        s.duplicate_ids.push(DuplicateId {
-                            id: m.id.clone(),
-                            place: format!(
-                                "{} line {n}, first at line {}",
-                                file_name(path),
-                                first.line
-                            ),
-                            same_content: same,
-                        });
-                    }
-                    None => {
-                        seen.insert(m.id.clone(), line);
-                    }
+        for (&(line, l), read) in block.iter().zip(reads) {
+            let (len, n) = (line.bytes, line.line);
+            match read {
+                LineRead::Blank => s.other_bytes += len,
+                LineRead::Unreadable(e) => {
+                    s.other_bytes += len;
+                    let torn = l.last() != Some(&b'\n') && !e.is_empty();
+                    s.problems.push(LoadProblem {
+                        location: format!("{}:line {n}", path.display()),
+                        id: Some(problem_id(path, n)),
+                        error: if e.is_empty() {
+                            "expected a JSON object".into()
+                        } else if torn {
+                            format!("the last line ({len} bytes) has no newline and is not complete JSON ({e}): the agent stopped while writing it")
+                        } else {
+                            format!("invalid JSON: {e}")
+                        },
+                        kind: if torn {
+                            ProblemKind::TornTail
+                        } else {
+                            ProblemKind::Unreadable
+                        },
+                        file: Some(fi),
+                        line: Some(n),
+                        row: None,
+                    });
                 }
-                s.messages.push(m);
-            }
-            None => {
-                s.other_bytes += len;
-                if fi == 0 {
-                    match v.str("type").as_deref() {
-                        Some("last-prompt") => {
-                            if let Some(l) = v.str("leafUuid") {
-                                s.leaf_id = Some(l.into_owned());
+                LineRead::Message(m) => {
+                    match seen.get(&m.id) {
+                        Some(first) => {
+                            let body = l.trim_ascii_end();
+                            let this = serde_json::from_slice::<Value>(body).ok();
+                            let same = read_line_at(path, first.offset, first.bytes)
+                                .ok()
+                                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                                .zip(this)
+                                .is_some_and(|(f, t)| fingerprint(&f) == fingerprint(&t));
+                            s.duplicate_ids.push(DuplicateId {
+                                id: m.id.clone(),
+                                place: format!(
+                                    "{} line {n}, first at line {}",
+                                    file_name(path),
+                                    first.line
+                                ),
+                                same_content: same,
+                            });
+                        }
+                        None => {
+                            seen.insert(m.id.clone(), line);
+                        }
+                    }
+                    s.messages.push(*m);
+                }
+                LineRead::Other(meta) => {
+                    s.other_bytes += len;
+                    match meta {
+                        Meta::None => {}
+                        Meta::Leaf(l) => s.leaf_id = Some(l),
+                        Meta::CustomTitle(t) => titles.custom = t.or(titles.custom.take()),
+                        Meta::AiTitle(t) => titles.ai = t.or(titles.ai.take()),
+                        Meta::Summary(t) => {
+                            if titles.summary.is_none() {
+                                titles.summary = t;
                             }
                         }
-                        Some("custom-title") => {
-                            titles.custom = v
-                                .str("customTitle")
-                                .or_else(|| v.str("title"))
-                                .map(Cow::into_owned)
-                                .or(titles.custom.take());
-                        }
-                        Some("ai-title") => {
-                            titles.ai = v
-                                .str("aiTitle")
-                                .or_else(|| v.str("title"))
-                                .map(Cow::into_owned)
-                                .or(titles.ai.take());
-                        }
-                        Some("summary") if titles.summary.is_none() => {
-                            titles.summary = v.str("summary").map(Cow::into_owned);
-                        }
-                        _ => {}
                     }
                 }
             }
