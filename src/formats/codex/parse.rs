@@ -1055,17 +1055,11 @@ impl Loader {
         Some(())
     }
 
-    /// A line read without building its tree: `None` when it needs one
-    /// (a header, compaction, or response item [`ItemFields`] does not take,
-    /// or any shape the typed read does not take, such as repeated keys; the
-    /// tree reader then decides).
-    fn fast_line(&mut self, body: &[u8], line: LineRef) -> Option<()> {
-        // The typed read skips what it does not keep at any depth; a line
-        // the tree reader refuses must stay refused.
-        if crate::formats::too_deep(body) || crate::formats::number_out_of_range(body) {
-            return None;
-        }
-        let e: Envelope<'_> = serde_json::from_slice(body).ok()?;
+    /// A line taken from its typed read ([`envelope`]): `None` when it
+    /// needs its tree (a header, compaction, or response item
+    /// [`ItemFields`] does not take, or any shape the typed read does not
+    /// take, such as repeated keys; the tree reader then decides).
+    fn fast_line(&mut self, e: Envelope<'_>, line: LineRef) -> Option<()> {
         let ty = e.ty?;
         if let Some(item) = &e.item {
             return self.typed_item(item, e.timestamp, line);
@@ -1229,6 +1223,26 @@ pub fn load_sized(
     load_lines(r, path, id, true, lines, bytes).map(|(s, _)| s)
 }
 
+/// The typed read of one line (`body`, no line ending), without building
+/// its tree: `None` for a blank line or one the typed read does not take
+/// (see [`Loader::fast_line`]). Reads no loader state, so the lines of a
+/// block are read on every core.
+fn envelope(body: &[u8]) -> Option<Envelope<'_>> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    // The typed read skips what it does not keep at any depth; a line
+    // the tree reader refuses must stay refused.
+    if crate::formats::too_deep(body) || crate::formats::number_out_of_range(body) {
+        return None;
+    }
+    serde_json::from_slice(body).ok()
+}
+
+/// Blocks of fewer lines than this are read on one core (the split costs
+/// more than it saves).
+const PARALLEL_FROM_LINES: usize = 64;
+
 /// [`load`], with the typed read of non-item lines and of the items
 /// [`ItemFields`] takes (`fast`), or every line through a tree (the two must agree: a test loads every fixture both ways).
 /// Also answers how many lines the typed read took.
@@ -1266,53 +1280,73 @@ fn load_lines(
     let mut r = crate::formats::LineReader::new(r, size_hint);
     let mut offset = 0u64;
     let mut n = 0u64;
-    while let Some(buf) = r.next_line()? {
-        let read = buf.len() as u64;
-        n += 1;
-        let line = LineRef {
-            file: 0,
-            line: n,
-            offset,
-            bytes: read,
+    while let Some(block) = r.next_lines()? {
+        // Each line's typed read on every core, then each line in order.
+        let bodies: Vec<&[u8]> = block.split_inclusive(|&b| b == b'\n').collect();
+        let envelopes: Vec<Option<Envelope<'_>>> = if !fast {
+            Vec::new()
+        } else if bodies.len() < PARALLEL_FROM_LINES {
+            bodies.iter().map(|b| envelope(trim_eol(b))).collect()
+        } else {
+            use rayon::prelude::*;
+            bodies
+                .par_iter()
+                .with_min_len(16)
+                .map(|b| envelope(trim_eol(b)))
+                .collect()
         };
-        offset += read;
-        let complete = buf.ends_with(b"\n");
-        let body = trim_eol(buf);
-        if body.iter().all(u8::is_ascii_whitespace) {
-            l.s.other_bytes += read;
-            continue;
-        }
-        if fast && l.fast_line(body, line).is_some() {
-            typed += 1;
-            continue;
-        }
-        match serde_json::from_slice::<Value>(body) {
-            Ok(v) if v.is_object() => l.line(&v, line),
-            Ok(_) | Err(_) => {
-                let err = match serde_json::from_slice::<Value>(body) {
-                    Ok(_) => "expected a JSON object".to_string(),
-                    Err(e) => format!("invalid JSON: {e}"),
-                };
+        let mut envelopes = envelopes.into_iter();
+        for buf in bodies {
+            let e = envelopes.next().flatten();
+            let read = buf.len() as u64;
+            n += 1;
+            let line = LineRef {
+                file: 0,
+                line: n,
+                offset,
+                bytes: read,
+            };
+            offset += read;
+            let complete = buf.ends_with(b"\n");
+            let body = trim_eol(buf);
+            if body.iter().all(u8::is_ascii_whitespace) {
                 l.s.other_bytes += read;
-                l.first = false;
-                let torn = !complete;
-                l.s.problems.push(LoadProblem {
-                    location: format!("{}:line {n}", path.display()),
-                    id: Some(ids::line(n)),
-                    error: if torn {
-                        format!("last line has no newline and is not complete JSON ({read} bytes): {err}")
-                    } else {
-                        err
-                    },
-                    kind: if torn {
-                        ProblemKind::TornTail
-                    } else {
-                        ProblemKind::Unreadable
-                    },
-                    file: Some(0),
-                    line: Some(n),
-                    row: None,
-                });
+                continue;
+            }
+            if let Some(e) = e {
+                if l.fast_line(e, line).is_some() {
+                    typed += 1;
+                    continue;
+                }
+            }
+            match serde_json::from_slice::<Value>(body) {
+                Ok(v) if v.is_object() => l.line(&v, line),
+                Ok(_) | Err(_) => {
+                    let err = match serde_json::from_slice::<Value>(body) {
+                        Ok(_) => "expected a JSON object".to_string(),
+                        Err(e) => format!("invalid JSON: {e}"),
+                    };
+                    l.s.other_bytes += read;
+                    l.first = false;
+                    let torn = !complete;
+                    l.s.problems.push(LoadProblem {
+                        location: format!("{}:line {n}", path.display()),
+                        id: Some(ids::line(n)),
+                        error: if torn {
+                            format!("last line has no newline and is not complete JSON ({read} bytes): {err}")
+                        } else {
+                            err
+                        },
+                        kind: if torn {
+                            ProblemKind::TornTail
+                        } else {
+                            ProblemKind::Unreadable
+                        },
+                        file: Some(0),
+                        line: Some(n),
+                        row: None,
+                    });
+                }
             }
         }
     }
@@ -1408,5 +1442,40 @@ mod tests {
         }
         assert!(n >= 5, "{n} rollouts");
         assert!(typed_files >= 4, "{typed_files} of {n} rollouts read typed");
+    }
+
+    /// The lines of a block are read on every core: a rollout of
+    /// thousands of lines (a real one and the odd lines, repeated) loads
+    /// the same on one thread, on four, and through trees.
+    #[test]
+    fn a_rollout_read_on_every_core_loads_what_one_core_loads() {
+        let real = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/codex/codex-gen/multi/sessions/2026/11/22/rollout-2026-11-22T12-07-50-01a20327-d155-7513-b850-ad26df82d9ed.jsonl"
+        ))
+        .unwrap();
+        let mut text = Vec::new();
+        while text.len() < 1 << 21 {
+            text.extend_from_slice(&real);
+            for l in ODD_LINES {
+                text.extend_from_slice(l.as_bytes());
+                text.push(b'\n');
+            }
+        }
+        let load = |threads: usize, fast: bool| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let n = text.len() as u64;
+            let (s, _) = pool
+                .install(|| load_lines(text.as_slice(), Path::new("r.jsonl"), "x", fast, 0, n))
+                .unwrap();
+            format!("{s:?}")
+        };
+        let one = load(1, true);
+        assert!(one.len() > 100_000);
+        assert_eq!(load(4, true), one);
+        assert_eq!(load(4, false), one);
     }
 }
