@@ -161,7 +161,9 @@ pub struct StoredChange {
     /// The part changed, for part-level changes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub part_id: Option<String>,
-    pub field: String,
+    /// Where in the stored record the change is (a JSON path or a column);
+    /// a fixed name is not copied for each change.
+    pub field: std::borrow::Cow<'static, str>,
     pub old: serde_json::Value,
     pub new: serde_json::Value,
 }

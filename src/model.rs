@@ -517,26 +517,53 @@ pub enum ParentLinks {
     Chain,
 }
 
-/// Id lookups over a session ([`Session::lookup`]).
-#[derive(Debug, Default)]
+/// Id lookups over a session ([`Session::lookup`]). The message map is
+/// built at once; the copy counts and the part map are built on first use
+/// (a describe of hundreds of thousands of Codex or Claude Code edits never
+/// asks for a part: two maps of every id it would not read).
+#[derive(Debug)]
 pub struct Lookup<'a> {
+    session: &'a Session,
     /// Message id -> index of its first copy.
-    pub messages: rustc_hash::FxHashMap<&'a str, usize>,
+    messages: rustc_hash::FxHashMap<&'a str, usize>,
     /// Message id -> number of stored copies.
-    pub copies: rustc_hash::FxHashMap<&'a str, usize>,
+    copies: std::sync::OnceLock<rustc_hash::FxHashMap<&'a str, usize>>,
     /// Part id -> (message index, part index) of its first copy.
-    pub parts: rustc_hash::FxHashMap<&'a str, (usize, usize)>,
+    parts: std::sync::OnceLock<rustc_hash::FxHashMap<&'a str, (usize, usize)>>,
 }
 
 impl<'a> Lookup<'a> {
-    /// The first copy of message `id`.
-    pub fn message(&self, s: &'a Session, id: &str) -> Option<&'a Message> {
+    /// The first copy of message `id` (of the session the lookup was built
+    /// over, which `s` must be).
+    pub fn message<'s>(&self, s: &'s Session, id: &str) -> Option<&'s Message> {
         self.messages.get(id).map(|&i| &s.messages[i])
     }
 
-    /// The first copy of part `id`.
-    pub fn part(&self, s: &'a Session, id: &str) -> Option<&'a Part> {
-        self.parts.get(id).map(|&(i, k)| &s.messages[i].parts[k])
+    /// The first copy of part `id` (of the session the lookup was built
+    /// over, which `s` must be).
+    pub fn part<'s>(&self, s: &'s Session, id: &str) -> Option<&'s Part> {
+        let parts = self.parts.get_or_init(|| {
+            let mut map = rustc_hash::FxHashMap::default();
+            for (i, m) in self.session.messages.iter().enumerate() {
+                for (k, p) in m.parts.iter().enumerate() {
+                    map.entry(p.id.as_str()).or_insert((i, k));
+                }
+            }
+            map
+        });
+        parts.get(id).map(|&(i, k)| &s.messages[i].parts[k])
+    }
+
+    /// How many stored messages have id `id` (0 for none).
+    pub fn copies(&self, id: &str) -> usize {
+        let copies = self.copies.get_or_init(|| {
+            let mut map = rustc_hash::FxHashMap::default();
+            for m in &self.session.messages {
+                *map.entry(m.id.as_str()).or_insert(0) += 1;
+            }
+            map
+        });
+        copies.get(id).copied().unwrap_or(0)
     }
 }
 
@@ -664,15 +691,12 @@ impl Session {
 
     /// Id lookups built once, for code that looks many ids up.
     pub fn lookup(&self) -> Lookup<'_> {
-        let mut l = Lookup::default();
-        for (i, m) in self.messages.iter().enumerate() {
-            l.messages.entry(m.id.as_str()).or_insert(i);
-            *l.copies.entry(m.id.as_str()).or_insert(0) += 1;
-            for (k, p) in m.parts.iter().enumerate() {
-                l.parts.entry(p.id.as_str()).or_insert((i, k));
-            }
+        Lookup {
+            session: self,
+            messages: self.id_index(),
+            copies: std::sync::OnceLock::new(),
+            parts: std::sync::OnceLock::new(),
         }
-        l
     }
 
     /// Sum of stored usage over all messages; a provider response stored over

@@ -508,11 +508,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
             }
         },
         Change::DropCopies => {
-            let n = ix
-                .copies
-                .get(edit.message_id.as_str())
-                .copied()
-                .unwrap_or(0);
+            let n = ix.copies(&edit.message_id);
             let first = m.and_then(|m| m.line).map_or(0, |l| l.line);
             (
                 "line".to_string(),
@@ -537,7 +533,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
         session_id: edit.session_id.clone(),
         message_id: edit.message_id.clone(),
         part_id: edit.change.part_id().map(str::to_string),
-        field,
+        field: field.into(),
         old,
         new,
     }

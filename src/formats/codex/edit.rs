@@ -554,13 +554,13 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredC
         .change
         .part_id()
         .and_then(|pid| m.and_then(|m| m.parts.iter().find(|p| p.id == pid)));
-    let (field, old, new) = match &e.change {
+    let (field, old, new): (std::borrow::Cow<'static, str>, Value, Value) = match &e.change {
         Change::SetParent { old, new } => (
-            "parent".to_string(),
+            "parent".into(),
             old.clone().map(Value::String).unwrap_or(Value::Null),
             json!(new),
         ),
-        Change::ClearParent { old } => ("parent".to_string(), json!(old), Value::Null),
+        Change::ClearParent { old } => ("parent".into(), json!(old), Value::Null),
         Change::StripMedia {
             part_id,
             placeholder,
@@ -569,7 +569,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredC
                 .map(|p| p.media.iter().map(|x| x.encoded_bytes).sum())
                 .unwrap_or(0);
             (
-                part_field(m, part_id, ""),
+                part_field(m, part_id, "").into(),
                 json!(format!(
                     "{} with {bytes} bytes of inline media",
                     part.map(|p| &*p.kind_name).unwrap_or("part")
@@ -587,7 +587,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredC
                 _ => p.model_chars,
             });
             (
-                part_field(m, part_id, ".text"),
+                part_field(m, part_id, ".text").into(),
                 json!(format!("{chars} characters")),
                 json!(format!(
                     "at most {max_chars} characters kept, head and tail"
@@ -596,7 +596,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredC
         }
         Change::DropMessage => match (m, ids::parse_message(&e.message_id)) {
             (Some(m), Some((line, Some(k)))) => (
-                format!("payload.replacement_history[{k}]"),
+                format!("payload.replacement_history[{k}]").into(),
                 json!(format!(
                     "{} item of the compacted line {line} ({} bytes)",
                     m.role.as_str(),
@@ -605,7 +605,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredC
                 Value::Null,
             ),
             (Some(m), Some((line, None))) => (
-                "line".to_string(),
+                "line".into(),
                 json!(match m.parts.first() {
                     Some(p) => format!(
                         "line {line}: {} {} ({} bytes)",
@@ -627,7 +627,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredC
                     .iter()
                     .find(|p| p.id.as_deref() == Some(e.message_id.as_str()));
                 (
-                    "line".to_string(),
+                    "line".into(),
                     json!(p.map_or_else(
                         || format!("line {}", e.message_id),
                         |p| format!("{}: {}", p.location, p.error)
@@ -638,7 +638,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredC
         },
         // Codex rewrites no line with a reused id: repair never plans this.
         Change::DropCopies => (
-            "line".to_string(),
+            "line".into(),
             json!("later copies of a rewritten line"),
             Value::Null,
         ),
@@ -647,11 +647,15 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredC
                 Some((_, Some(k))) => format!("payload.replacement_history[{k}]"),
                 _ => "payload".to_string(),
             };
-            (format!("{base}.content[0]"), Value::Null, json!(text))
+            (
+                format!("{base}.content[0]").into(),
+                Value::Null,
+                json!(text),
+            )
         }
-        Change::Session(_) => ("session".to_string(), Value::Null, json!(e.change.name())),
+        Change::Session(_) => ("session".into(), Value::Null, json!(e.change.name())),
         Change::SetFirstKept { .. } | Change::CutBefore { .. } => {
-            (e.change.name().to_string(), Value::Null, Value::Null)
+            (e.change.name().into(), Value::Null, Value::Null)
         }
     };
     StoredChange {

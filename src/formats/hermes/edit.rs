@@ -609,7 +609,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
         session_id: edit.session_id.clone(),
         message_id: edit.message_id.clone(),
         part_id: edit.change.part_id().map(str::to_string),
-        field,
+        field: field.into(),
         old,
         new,
     }

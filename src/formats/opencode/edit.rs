@@ -324,7 +324,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
             Change::AddNote { .. } => Some(note_part_id(&edit.message_id)),
             c => c.part_id().map(str::to_string),
         },
-        field,
+        field: field.into(),
         old,
         new,
     }
