@@ -405,14 +405,17 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
             out.messages[i] = nm;
         }
     }
+    // (file, id) of the copies kept, only for ids whose later copies go
+    // (not a copy of every id of the session).
     let mut seen: HashSet<(usize, String)> = HashSet::default();
     out.messages.retain(|m| {
         if plan.drop.contains(m.id.as_str()) {
             return false;
         }
-        let file = m.line.map_or(0, |l| l.file);
-        let first = seen.insert((file, m.id.clone()));
-        first || !plan.drop_copies.contains(m.id.as_str())
+        if !plan.drop_copies.contains(m.id.as_str()) {
+            return true;
+        }
+        seen.insert((m.line.map_or(0, |l| l.file), m.id.clone()))
     });
     out.problems.retain(|p| {
         !(p.kind == ProblemKind::TornTail

@@ -780,6 +780,46 @@ enum Meta {
     Summary(Option<String>),
 }
 
+/// The first message of each id in one file, for duplicate ids: keyed by
+/// the id's 64-bit hash and holding the message's index, so no copy of
+/// every id is kept (at 1 GB, 453k ids: a map of 16-byte entries instead
+/// of a copy of each id plus a line reference). An id whose hash an
+/// earlier, different id holds goes to a map by id.
+#[derive(Default)]
+struct FirstIds<S> {
+    by_hash: HashMap<u64, usize>,
+    clashes: HashMap<String, usize>,
+    hasher: S,
+}
+
+impl<S: std::hash::BuildHasher> FirstIds<S> {
+    /// The index in `messages` of the first message with id `id`, or
+    /// `None` when there is none yet; then the message about to be pushed
+    /// (index `messages.len()`) is recorded as the first.
+    fn first_or_insert(&mut self, messages: &[Message], id: &str) -> Option<usize> {
+        let next = messages.len();
+        match self.by_hash.entry(self.hasher.hash_one(id)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(next);
+                None
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let i = *o.get();
+                if messages.get(i).is_some_and(|m| m.id == id) {
+                    return Some(i);
+                }
+                match self.clashes.get(id) {
+                    Some(&i) => Some(i),
+                    None => {
+                        self.clashes.insert(id.to_string(), next);
+                        None
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Blocks of fewer lines than this are read on one core (the split costs
 /// more than it saves).
 const PARALLEL_FROM_LINES: usize = 64;
@@ -855,8 +895,8 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     let mut r = crate::formats::LineReader::new(f.take(file_len), file_len);
     let mut offset = 0u64;
     let mut n = 0u64;
-    // uuid -> its first line in this file
-    let mut seen: HashMap<String, LineRef> = HashMap::default();
+    // uuid -> its first message in this file
+    let mut seen = FirstIds::<rustc_hash::FxBuildHasher>::default();
     loop {
         let Some(buf) = r
             .next_lines()
@@ -923,28 +963,27 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
                     });
                 }
                 LineRead::Message(m) => {
-                    match seen.get(&m.id) {
-                        Some(first) => {
-                            let body = l.trim_ascii_end();
-                            let this = serde_json::from_slice::<Value>(body).ok();
-                            let same = read_line_at(path, first.offset, first.bytes)
-                                .ok()
-                                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                                .zip(this)
-                                .is_some_and(|(f, t)| fingerprint(&f) == fingerprint(&t));
-                            s.duplicate_ids.push(DuplicateId {
-                                id: m.id.clone(),
-                                place: format!(
-                                    "{} line {n}, first at line {}",
-                                    file_name(path),
-                                    first.line
-                                ),
-                                same_content: same,
-                            });
-                        }
-                        None => {
-                            seen.insert(m.id.clone(), line);
-                        }
+                    let first = seen
+                        .first_or_insert(&s.messages, &m.id)
+                        .and_then(|i| s.messages.get(i))
+                        .and_then(|f| f.line);
+                    if let Some(first) = first {
+                        let body = l.trim_ascii_end();
+                        let this = serde_json::from_slice::<Value>(body).ok();
+                        let same = read_line_at(path, first.offset, first.bytes)
+                            .ok()
+                            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                            .zip(this)
+                            .is_some_and(|(f, t)| fingerprint(&f) == fingerprint(&t));
+                        s.duplicate_ids.push(DuplicateId {
+                            id: m.id.clone(),
+                            place: format!(
+                                "{} line {n}, first at line {}",
+                                file_name(path),
+                                first.line
+                            ),
+                            same_content: same,
+                        });
                     }
                     s.messages.push(*m);
                 }
@@ -1145,5 +1184,66 @@ mod one_pass_tests {
             "of {} blocks ({fixtures} from fixtures)",
             blocks.len()
         );
+    }
+}
+
+#[cfg(test)]
+mod first_ids_tests {
+    use super::*;
+
+    /// Every id hashes to the same value: each new id clashes.
+    #[derive(Default)]
+    struct OneHash;
+    impl std::hash::BuildHasher for OneHash {
+        type Hasher = OneHasher;
+        fn build_hasher(&self) -> OneHasher {
+            OneHasher
+        }
+    }
+    struct OneHasher;
+    impl std::hash::Hasher for OneHasher {
+        fn finish(&self) -> u64 {
+            7
+        }
+        fn write(&mut self, _: &[u8]) {}
+    }
+
+    fn message(id: &str) -> Message {
+        let line = format!(
+            r#"{{"type":"user","uuid":"{id}","parentUuid":null,"sessionId":"s","message":{{"role":"user","content":"hi"}}}}"#
+        );
+        let at = LineRef {
+            file: 0,
+            line: 1,
+            offset: 0,
+            bytes: line.len() as u64,
+        };
+        match read_line(line.as_bytes(), at, 0) {
+            LineRead::Message(m) => *m,
+            _ => panic!("not a message: {line}"),
+        }
+    }
+
+    /// The first message of each id is found again by id, whether ids
+    /// share a hash or not.
+    fn first_ids_find_first_copies<S: std::hash::BuildHasher + Default>() {
+        let mut seen = FirstIds::<S>::default();
+        let mut messages = Vec::new();
+        let mut found = Vec::new();
+        for id in ["a", "b", "a", "c", "b", "b", "d"] {
+            found.push(seen.first_or_insert(&messages, id));
+            messages.push(message(id));
+        }
+        assert_eq!(found, [None, None, Some(0), None, Some(1), Some(1), None],);
+    }
+
+    #[test]
+    fn first_ids_find_first_copies_with_distinct_hashes() {
+        first_ids_find_first_copies::<rustc_hash::FxBuildHasher>();
+    }
+
+    #[test]
+    fn first_ids_find_first_copies_when_every_hash_clashes() {
+        first_ids_find_first_copies::<OneHash>();
     }
 }
