@@ -533,15 +533,13 @@ pub struct Lookup<'a> {
 }
 
 impl<'a> Lookup<'a> {
-    /// The first copy of message `id` (of the session the lookup was built
-    /// over, which `s` must be).
-    pub fn message<'s>(&self, s: &'s Session, id: &str) -> Option<&'s Message> {
-        self.messages.get(id).map(|&i| &s.messages[i])
+    /// The first copy of message `id`.
+    pub fn message(&self, id: &str) -> Option<&'a Message> {
+        self.messages.get(id).map(|&i| &self.session.messages[i])
     }
 
-    /// The first copy of part `id` (of the session the lookup was built
-    /// over, which `s` must be).
-    pub fn part<'s>(&self, s: &'s Session, id: &str) -> Option<&'s Part> {
+    /// The first copy of part `id`.
+    pub fn part(&self, id: &str) -> Option<&'a Part> {
         let parts = self.parts.get_or_init(|| {
             let mut map = rustc_hash::FxHashMap::default();
             for (i, m) in self.session.messages.iter().enumerate() {
@@ -551,7 +549,9 @@ impl<'a> Lookup<'a> {
             }
             map
         });
-        parts.get(id).map(|&(i, k)| &s.messages[i].parts[k])
+        parts
+            .get(id)
+            .map(|&(i, k)| &self.session.messages[i].parts[k])
     }
 
     /// How many stored messages have id `id` (0 for none).

@@ -430,7 +430,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
 
 /// How `edit` looks in the transcript, for the change list.
 pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
-    let m = ix.message(s, &edit.message_id);
+    let m = ix.message(&edit.message_id);
     let part = edit
         .change
         .part_id()

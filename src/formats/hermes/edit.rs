@@ -499,7 +499,7 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
 
 /// How `edit` looks in storage, for the change list.
 pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
-    let part = edit.change.part_id().and_then(|pid| ix.part(s, pid));
+    let part = edit.change.part_id().and_then(|pid| ix.part(pid));
     let (field, old, new) = match &edit.change {
         Change::StripMedia { part_id, .. } => {
             let bytes: u64 = part
@@ -545,7 +545,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
             )
         }
         Change::DropMessage => {
-            let m = ix.message(s, &edit.message_id);
+            let m = ix.message(&edit.message_id);
             let hidden = m.is_some_and(|m| {
                 !s.visible
                     .iter()

@@ -253,8 +253,8 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) ->
 }
 
 /// How `edit` looks in storage, for the change list.
-pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
-    let part = edit.change.part_id().and_then(|pid| ix.part(s, pid));
+pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
+    let part = edit.change.part_id().and_then(|pid| ix.part(pid));
     let (field, old, new) = match &edit.change {
         Change::SetParent { old, new } => (
             PARENT_FIELD.to_string(),
@@ -297,7 +297,7 @@ pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> Stor
             )
         }
         Change::DropMessage => {
-            let m = ix.message(s, &edit.message_id);
+            let m = ix.message(&edit.message_id);
             (
                 "message".to_string(),
                 json!(m

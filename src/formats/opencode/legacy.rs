@@ -281,11 +281,11 @@ impl Copier for LegacyStore {
 
     fn describe(
         &self,
-        session: &Session,
+        _session: &Session,
         ix: &crate::model::Lookup<'_>,
         edit: &Edit,
     ) -> StoredChange {
-        edit::describe(session, ix, edit)
+        edit::describe(ix, edit)
     }
 
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
