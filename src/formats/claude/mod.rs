@@ -126,6 +126,17 @@ fn looks_like_claude(v: &Value) -> bool {
     }
 }
 
+/// One line read as JSON for the sniff. Bytes that are not UTF-8 are read
+/// as U+FFFD, as Claude Code's own (Node.js) UTF-8 decoding reads them and
+/// as the loader skips them outside the fields it reads: a copy whose only
+/// message lines hold such a byte is still found (fuzz input whole_claude-16).
+fn sniff_value(line: &[u8]) -> Option<Value> {
+    match std::str::from_utf8(line) {
+        Ok(text) => serde_json::from_str(text).ok(),
+        Err(_) => serde_json::from_str(&String::from_utf8_lossy(line)).ok(),
+    }
+}
+
 /// Reads up to 50 lines (and at most about 4 MB) of `p`.
 fn sniff(p: &Path) -> Result<Sniff> {
     let f = crate::fsx::open_regular(p)
@@ -147,7 +158,7 @@ fn sniff(p: &Path) -> Result<Sniff> {
             break;
         }
         read += n;
-        if let Ok(v) = serde_json::from_slice::<Value>(&buf) {
+        if let Some(v) = sniff_value(&buf) {
             if v.is_object() {
                 out.nothing_parsed = false;
             }
@@ -471,5 +482,26 @@ mod tests {
         for n in no {
             assert!(!looks_like_claude(&serde_json::from_str(n).unwrap()), "{n}");
         }
+    }
+
+    /// Fuzz input whole_claude-16: a compacted copy whose only message line
+    /// holds a byte that is not UTF-8 (in a field the loader skips) was not
+    /// found as a Claude Code store, while the same line loaded as a message.
+    #[test]
+    fn a_line_with_a_byte_that_is_not_utf8_is_still_a_transcript_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir
+            .path()
+            .join("0a40fb08-409e-47b5-867c-464f5acf52d8.jsonl");
+        let mut line =
+            br#"{"type":"assistant","parentUuid":null,"uuid":"a","message":{"role":"assistan"#
+                .to_vec();
+        line.extend_from_slice(b"\xb9\",\"content\":[]}}\n{\"silly\":\"this\"}\n");
+        std::fs::write(&p, &line).unwrap();
+        let v = sniff_value(&line[..line.iter().position(|&b| b == b'\n').unwrap()]).unwrap();
+        assert_eq!(v["message"]["role"], "assistan\u{fffd}");
+        let s = sniff(&p).unwrap();
+        assert!(s.claude && !s.nothing_parsed);
+        assert!(open_file(&p).unwrap().is_some());
     }
 }
