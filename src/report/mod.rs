@@ -115,6 +115,23 @@ pub struct MessageRow {
     pub flags: Vec<&'static str>,
 }
 
+/// `inspect`: the message rows of one session, made from the loaded session
+/// one [`MessageRow`] at a time as they are written ([`MessageRows::iter`]),
+/// so a huge session is held once (loaded), not twice (loaded, then as
+/// rows). Serializes as the array of rows.
+#[derive(Debug)]
+pub struct MessageRows {
+    pub(crate) session: crate::model::Session,
+    /// Per message: whether the model sees it on the next turn.
+    pub(crate) visible: Vec<bool>,
+}
+
+impl Serialize for MessageRows {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
 /// `inspect`: one session.
 #[derive(Debug, Serialize)]
 pub struct InspectSession {
@@ -123,7 +140,7 @@ pub struct InspectSession {
     pub source: String,
     /// Messages the model sees on the next turn.
     pub visible_messages: usize,
-    pub messages: Vec<MessageRow>,
+    pub messages: MessageRows,
     /// The largest parts by stored bytes (`--top N`), largest first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_parts: Option<Vec<PartRow>>,
@@ -326,12 +343,12 @@ impl InspectTotals {
             sessions: sessions.len(),
             ..Default::default()
         };
-        for m in sessions.iter().flat_map(|s| &s.messages) {
+        for m in sessions.iter().flat_map(|s| &s.messages.session.messages) {
             t.messages += 1;
             t.parts = t.parts.saturating_add(m.parts.len());
-            t.payload_bytes = t.payload_bytes.saturating_add(m.payload_bytes);
-            t.media_bytes = t.media_bytes.saturating_add(m.media_bytes);
-            t.tokens_estimated = t.tokens_estimated.saturating_add(m.tokens_estimated);
+            t.payload_bytes = t.payload_bytes.saturating_add(m.payload_bytes());
+            t.media_bytes = t.media_bytes.saturating_add(m.media_bytes());
+            t.tokens_estimated = t.tokens_estimated.saturating_add(m.tokens_estimated());
         }
         t
     }

@@ -113,9 +113,9 @@ fn flags(m: &Message, visible: bool) -> Vec<&'static str> {
     f
 }
 
-/// `inspect`: one row per message, and the `top` largest parts. Takes the
-/// session: each message is dropped as its row is built (ids move into the
-/// rows), so a huge session and its rows are not both held whole.
+/// `inspect`: the rows of every message, and the `top` largest parts. Keeps
+/// the session: its message rows are made as they are written
+/// ([`MessageRows`]), so no second copy of a huge session is held.
 pub fn inspect_session(s: Session, top: Option<usize>) -> InspectSession {
     let visible = s.visible_mask();
     // The largest parts first, by (bytes, id): only positions are sorted.
@@ -138,40 +138,48 @@ pub fn inspect_session(s: Session, top: Option<usize>) -> InspectSession {
             .map(|&(i, k)| part_row(&s.messages[i].id, &s.messages[i].parts[k]))
             .collect()
     });
-    let Session {
-        agent,
-        id,
-        source,
-        visible: visible_ix,
-        messages: stored,
-        ..
-    } = s;
-    let mut messages = Vec::with_capacity(stored.len());
-    for (i, m) in stored.into_iter().enumerate() {
-        let f = flags(&m, visible.get(i).copied().unwrap_or(false));
-        let parts = m.parts.iter().map(|p| part_row(&m.id, p)).collect();
-        messages.push(MessageRow {
-            index: i,
-            role: m.role.as_str().to_string(),
-            line: m.line.map(|l| l.line),
-            time_created: m.time_created,
-            payload_bytes: m.payload_bytes(),
-            media_bytes: m.media_bytes(),
-            media_count: m.media_count(),
-            tokens_estimated: m.tokens_estimated(),
-            tokens_reported: m.usage,
-            parts,
-            flags: f,
-            id: m.id,
-            parent_id: m.parent_id,
-        });
-    }
     InspectSession {
-        agent: agent.name(),
-        id,
-        source: source.display().to_string(),
-        visible_messages: visible_ix.len(),
-        messages,
+        agent: s.agent.name(),
+        id: s.id.clone(),
+        source: s.source.display().to_string(),
+        visible_messages: s.visible.len(),
+        messages: MessageRows {
+            session: s,
+            visible,
+        },
         top_parts,
+    }
+}
+
+impl MessageRows {
+    /// Number of messages (of rows).
+    pub fn len(&self) -> usize {
+        self.session.messages.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.session.messages.is_empty()
+    }
+
+    /// The row of each message, in stored order, made as it is asked for.
+    pub fn iter(&self) -> impl Iterator<Item = MessageRow> + '_ {
+        self.session.messages.iter().enumerate().map(|(i, m)| {
+            let visible = self.visible.get(i).copied().unwrap_or(false);
+            MessageRow {
+                index: i,
+                id: m.id.clone(),
+                role: m.role.as_str().to_string(),
+                parent_id: m.parent_id.clone(),
+                line: m.line.map(|l| l.line),
+                time_created: m.time_created,
+                payload_bytes: m.payload_bytes(),
+                media_bytes: m.media_bytes(),
+                media_count: m.media_count(),
+                tokens_estimated: m.tokens_estimated(),
+                tokens_reported: m.usage,
+                parts: m.parts.iter().map(|p| part_row(&m.id, p)).collect(),
+                flags: flags(m, visible),
+            }
+        })
     }
 }

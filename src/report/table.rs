@@ -1057,8 +1057,10 @@ impl Exporter for TableExporter {
                     thousands(s.visible_messages as u64)
                 ),
             ));
-            let uniq = unique_prefixes(s.messages.iter().map(|m| m.id.as_str()));
-            let ms = &s.messages;
+            // A table needs every row at once (column widths); the JSON
+            // exporter streams them instead.
+            let ms: &[MessageRow] = &s.messages.iter().collect::<Vec<_>>();
+            let uniq = unique_prefixes(ms.iter().map(|m| m.id.as_str()));
             let short_ids = column(ms, |m| clean(&short_id(&m.id, &uniq, 8)));
             let parent = |m: &MessageRow| m.parent_id.clone().unwrap_or_else(|| "-".into());
             let kinds = |m: &MessageRow| {
