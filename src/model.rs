@@ -67,6 +67,19 @@ pub fn sym(s: &str) -> Sym {
     })
 }
 
+/// The [`Message::response_id`] of the provider response named by
+/// `message_id` and `request_id` (Claude Code `message.id` and `requestId`):
+/// a 64-bit SipHash of both, the same in every run. Two different responses
+/// share a key with a chance of about n^2 / 2^65 for n responses (5e-9 for
+/// the 453k lines of a 1 GB transcript); then one of them is not counted.
+pub fn response_key(message_id: &str, request_id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    message_id.hash(&mut h);
+    request_id.hash(&mut h);
+    h.finish()
+}
+
 /// Author of a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
@@ -381,8 +394,10 @@ pub struct Message {
     /// Provider response this message belongs to, when one response is stored
     /// over several messages that repeat its usage (Claude Code writes one line
     /// per content block, all with the same `message.id` and `requestId`).
-    /// [`Session::tokens_total`] counts each response once.
-    pub response_id: Option<String>,
+    /// [`Session::tokens_total`] counts each response once. Kept as the
+    /// 64-bit key of the response's ids ([`response_key`]), not as text: a
+    /// huge transcript holds one per assistant line.
+    pub response_id: Option<u64>,
     /// Creation time, milliseconds since the Unix epoch.
     pub time_created: i64,
     /// Completion time (ms) when stored.
@@ -704,16 +719,16 @@ impl Session {
     /// message's usage (what ccusage does for Claude Code's split responses),
     /// plus the usage stored per session ([`Session::session_usage`]).
     pub fn tokens_total(&self) -> Usage {
-        let mut last: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+        let mut last: rustc_hash::FxHashMap<u64, usize> = rustc_hash::FxHashMap::default();
         for (i, m) in self.messages.iter().enumerate() {
-            if let Some(r) = &m.response_id {
+            if let Some(r) = m.response_id {
                 last.insert(r, i);
             }
         }
         let mut u = Usage::default();
         for (i, m) in self.messages.iter().enumerate() {
-            match &m.response_id {
-                Some(r) if last.get(r.as_str()) != Some(&i) => {}
+            match m.response_id {
+                Some(r) if last.get(&r) != Some(&i) => {}
                 _ => u.add(&m.usage),
             }
         }

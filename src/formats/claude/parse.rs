@@ -616,7 +616,7 @@ pub(crate) fn parse_fields(
         }
         if let (Some(id), Some(req)) = (msg.and_then(|m| rstr(m.id)), rstr(v.request_id)) {
             if !id.is_empty() && !req.is_empty() {
-                response_id = Some(format!("{id}:{req}"));
+                response_id = Some(crate::model::response_key(&id, &req));
             }
         }
         if rbool(v.api_error) {
