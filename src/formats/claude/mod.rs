@@ -484,6 +484,19 @@ mod tests {
         }
     }
 
+    #[test]
+    fn part_ids_are_allocated_at_their_length() {
+        let u = "0a40fb08-409e-47b5-867c-464f5acf52d8";
+        for (k, want) in [(0, "#0"), (9, "#9"), (10, "#10"), (123, "#123")] {
+            let id = parse::block_id(u, k);
+            assert_eq!(id, format!("{u}{want}"));
+            assert_eq!(id.capacity(), id.len(), "{id}");
+        }
+        let id = parse::part_id(u, "compactMetadata");
+        assert_eq!(id, format!("{u}#compactMetadata"));
+        assert_eq!(id.capacity(), id.len());
+    }
+
     /// Fuzz input whole_claude-16: a compacted copy whose only message line
     /// holds a byte that is not UTF-8 (in a field the loader skips) was not
     /// found as a Claude Code store, while the same line loaded as a message.

@@ -455,13 +455,32 @@ fn part(id: String, kind: PartKind, kind_name: &str) -> Part {
     Part::empty(id, kind, kind_name)
 }
 
+/// The id of a line's part: `{uuid}#{suffix}`, allocated at its length (a
+/// `format!` whose text starts with an argument reserves about twice it: 72
+/// bytes for a 38-byte id, once per part of a huge transcript).
+pub(super) fn part_id(uuid: &str, suffix: &str) -> String {
+    let mut id = String::with_capacity(uuid.len() + 1 + suffix.len());
+    id.push_str(uuid);
+    id.push('#');
+    id.push_str(suffix);
+    id
+}
+
+/// [`part_id`] of block `k` of a line's content.
+pub(super) fn block_id(uuid: &str, k: usize) -> String {
+    match "0123456789".get(k..k + 1) {
+        Some(digit) => part_id(uuid, digit),
+        None => part_id(uuid, &k.to_string()),
+    }
+}
+
 /// The parts of a line's `message.content` (a string, or blocks).
 fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> Vec<Part> {
     let mut out = Vec::new();
     let text = content.get();
     if text.starts_with('"') {
         let f = rfig(Some(content)).unwrap_or_default();
-        let mut p = part(format!("{uuid}#0"), PartKind::Text, "text");
+        let mut p = part(part_id(uuid, "0"), PartKind::Text, "text");
         p.rewritten = f.marker;
         p.model_chars = f.chars;
         p.wire_bytes = f.bytes;
@@ -479,7 +498,7 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
         let b = MeasuredBlock::read(raw);
         let ty = rstr(b.ty);
         let kind_name = ty.as_deref().unwrap_or("");
-        let id = format!("{uuid}#{k}");
+        let id = block_id(uuid, k);
         let mut p = match kind_name {
             "text" => {
                 let t = b.text.str().unwrap_or_default();
@@ -648,7 +667,7 @@ pub(crate) fn parse_fields(
         if let Some(a) = v.attachment {
             let s = a.get();
             let mut p = part(
-                format!("{uuid}#attachment"),
+                part_id(&uuid, "attachment"),
                 PartKind::Other("attachment".into()),
                 "attachment",
             );
@@ -663,7 +682,7 @@ pub(crate) fn parse_fields(
     if boundary {
         let meta: CompactFields<'_> = robj(v.compact_metadata);
         let mut p = part(
-            format!("{uuid}#compactMetadata"),
+            part_id(&uuid, "compactMetadata"),
             PartKind::Compaction,
             "compact_boundary",
         );
