@@ -33,9 +33,13 @@ use crate::model::{Message, Role, Session};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::Value;
 
-/// uuid -> (first index, last index) of the main file's messages.
+/// uuid -> (first index, last index) of the main file's messages. Sized
+/// for every message at once: growing it step by step holds the old table
+/// beside the new one (at 453k messages, 25 MB at the last step instead of
+/// 17 MB).
 fn entries(s: &Session) -> HashMap<&str, (usize, usize)> {
-    let mut map: HashMap<&str, (usize, usize)> = HashMap::default();
+    let mut map: HashMap<&str, (usize, usize)> =
+        HashMap::with_capacity_and_hasher(s.messages.len(), Default::default());
     for (i, m) in s.messages.iter().enumerate() {
         if m.line.is_some_and(|l| l.file != 0) {
             continue;
@@ -157,11 +161,13 @@ pub fn visible_view(s: &Session) -> Vec<usize> {
                 .map(|(_, m)| m.id.as_str())
         });
     let mut path: Vec<usize> = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::default();
+    // Walked uuids, by the index of their last line (one uuid, one index):
+    // a bit per message instead of a set of ids.
+    let mut seen = vec![false; s.messages.len()];
     let mut cur = leaf;
     while let Some(u) = cur {
         let Some(&(_, last)) = map.get(u) else { break };
-        if !seen.insert(u) {
+        if std::mem::replace(&mut seen[last], true) {
             break;
         }
         path.push(last);
