@@ -1049,28 +1049,54 @@ pub fn load(id: &str, files: &[PathBuf]) -> Result<(Session, Vec<u64>)> {
 /// names its parent in the previous session's file), compaction markers,
 /// the visible view, notes.
 pub(super) fn finish(s: &mut Session) {
-    let mut names: HashMap<String, String> = HashMap::default();
-    let mut results: HashMap<String, ToolStatus> = HashMap::default();
-    for p in s.messages.iter().flat_map(|m| &m.parts) {
-        if let Some(t) = &p.tool {
-            if &*p.kind_name == "tool_result" {
-                results.insert(t.call_id.clone(), t.status.clone());
-            } else {
-                names.insert(t.call_id.clone(), t.name.clone());
-            }
+    // Each result takes its call's name and each call its result's status
+    // (the last of a repeated call id). The maps borrow the call ids; what
+    // each part takes is decided first, then set, in part order.
+    let tools = || {
+        s.messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .filter_map(|p| Some((&*p.kind_name == "tool_result", p.tool.as_deref()?)))
+    };
+    let mut names: HashMap<&str, &str> = HashMap::default();
+    let mut results: HashMap<&str, &ToolStatus> = HashMap::default();
+    for (is_result, t) in tools() {
+        if is_result {
+            results.insert(&t.call_id, &t.status);
+        } else {
+            names.insert(&t.call_id, &t.name);
         }
     }
-    for p in s.messages.iter_mut().flat_map(|m| &mut m.parts) {
-        let is_result = &*p.kind_name == "tool_result";
-        if let Some(t) = &mut p.tool {
-            if is_result {
-                t.name = names.get(&t.call_id).cloned().unwrap_or_default();
-            } else {
-                t.status = results
-                    .get(&t.call_id)
-                    .cloned()
-                    .unwrap_or(ToolStatus::Pending);
-            }
+    enum Took {
+        Name(String),
+        Status(ToolStatus),
+    }
+    let took: Vec<Took> = tools()
+        .map(|(is_result, t)| match is_result {
+            true => Took::Name(
+                names
+                    .get(&*t.call_id)
+                    .map_or_else(String::new, |n| n.to_string()),
+            ),
+            false => Took::Status(
+                results
+                    .get(&*t.call_id)
+                    .map_or(ToolStatus::Pending, |&r| r.clone()),
+            ),
+        })
+        .collect();
+    drop((names, results));
+    let mut took = took.into_iter();
+    for t in s
+        .messages
+        .iter_mut()
+        .flat_map(|m| &mut m.parts)
+        .filter_map(|p| p.tool.as_deref_mut())
+    {
+        match took.next() {
+            Some(Took::Name(name)) => t.name = name,
+            Some(Took::Status(status)) => t.status = status,
+            None => break,
         }
     }
     let mut first_seen: HashSet<usize> = HashSet::default();
