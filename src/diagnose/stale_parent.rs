@@ -94,8 +94,13 @@ fn user_turn(s: &Session) -> Vec<StaleParent> {
 }
 
 fn chain(s: &Session) -> Vec<StaleParent> {
-    // id -> (first index, last index) over the main history.
-    let mut pos: HashMap<&str, (usize, usize)> = HashMap::default();
+    // Ids whose copies or parents make a walk risky, found before `pos` is
+    // built so the two id maps are not held at once (at 453k messages each
+    // is about 17 MB).
+    let risky = super::dangling_parent::risky_ids(s, &s.id_index());
+    // id -> (first index, last index) over the main history, sized once.
+    let mut pos: HashMap<&str, (usize, usize)> =
+        HashMap::with_capacity_and_hasher(s.messages.len(), Default::default());
     for (i, m) in s.messages.iter().enumerate().filter(|(_, m)| !m.sidechain) {
         pos.entry(m.id.as_str())
             .and_modify(|e| e.1 = i)
@@ -130,8 +135,6 @@ fn chain(s: &Session) -> Vec<StaleParent> {
     }
     let mut out = Vec::new();
     let mut copies = None;
-    let first_ix = s.id_index();
-    let risky = super::dangling_parent::risky_ids(s, &first_ix);
     for (i, m) in s.messages.iter().enumerate() {
         let Some(&(first, last)) = pos.get(m.id.as_str()) else {
             continue;
