@@ -193,8 +193,10 @@ pub enum PartKind {
     StepStart,
     StepFinish,
     Patch,
-    /// Any other stored type, kept verbatim.
-    Other(String),
+    /// Any other stored type; its name is the part's
+    /// [`Part::kind_name`] (not repeated here: a huge session holds one
+    /// part per content block).
+    Other,
 }
 
 /// Status of a tool call.

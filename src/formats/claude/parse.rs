@@ -564,7 +564,7 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
                 p
             }
             other => {
-                let mut p = part(id, PartKind::Other(other.to_string()), other);
+                let mut p = part(id, PartKind::Other, other);
                 p.model_chars = chars(raw);
                 p.wire_bytes = raw.len() as u64;
                 p
@@ -666,11 +666,7 @@ pub(crate) fn parse_fields(
     if kind == "attachment" {
         if let Some(a) = v.attachment {
             let s = a.get();
-            let mut p = part(
-                part_id(&uuid, "attachment"),
-                PartKind::Other("attachment".into()),
-                "attachment",
-            );
+            let mut p = part(part_id(&uuid, "attachment"), PartKind::Other, "attachment");
             p.model_chars = chars(s);
             p.wire_bytes = s.len() as u64;
             p.payload_bytes = s.len() as u64;

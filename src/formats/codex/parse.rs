@@ -235,13 +235,7 @@ fn content_part(c: &Value, id: String, message_id: &str, bytes: u64) -> Part {
             p
         }
         other => {
-            let mut p = part(
-                id,
-                message_id,
-                PartKind::Other(other.to_string()),
-                other,
-                bytes,
-            );
+            let mut p = part(id, message_id, PartKind::Other, other, bytes);
             p.wire_bytes = bytes;
             p
         }
@@ -416,15 +410,14 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             // tokens unknown (the next reported count covers them).
             m = message(id, Role::Assistant, line, time);
             m.summary = true;
-            let mut p = part(pid(0), id, PartKind::Other(ty.into()), ty, 0);
+            let mut p = part(pid(0), id, PartKind::Other, ty, 0);
             p.wire_bytes = str_at(item, "encrypted_content").map_or(0, str::len) as u64;
             m.parts.push(p);
         }
         "ghost_snapshot" => {
             // Codex's undo snapshot: stored, never sent.
             m = message(id, Role::Other(sym(ty)), line, time);
-            m.parts
-                .push(part(pid(0), id, PartKind::Other(ty.into()), ty, 0));
+            m.parts.push(part(pid(0), id, PartKind::Other, ty, 0));
         }
         other => {
             let role = if OUTPUT_ITEMS.contains(&other) {
@@ -435,7 +428,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             m = message(id, role, line, time);
             // Sent back as it is stored: counted whole (an over-estimate).
             let n = json_len(item);
-            let mut p = part(pid(0), id, PartKind::Other(other.into()), other, 0);
+            let mut p = part(pid(0), id, PartKind::Other, other, 0);
             p.model_chars = n;
             p.wire_bytes = n;
             m.parts.push(p);

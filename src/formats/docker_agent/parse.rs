@@ -571,7 +571,7 @@ pub fn message_item(
         parts.push(part(
             id,
             "tool_definitions",
-            PartKind::Other("tool_definitions".into()),
+            PartKind::Other,
             "tool_definitions",
             n,
             0,

@@ -901,7 +901,7 @@ pub fn parse_row(
                     p
                 } else {
                     let j = item.to_string();
-                    let mut p = Part::empty(pid, PartKind::Other(ty.to_string()), ty);
+                    let mut p = Part::empty(pid, PartKind::Other, ty);
                     p.model_chars = chars(&j);
                     p.wire_bytes = j.len() as u64;
                     p

@@ -129,7 +129,7 @@ pub(crate) fn parse_part(
         "step-start" => PartKind::StepStart,
         "step-finish" => PartKind::StepFinish,
         "patch" => PartKind::Patch,
-        other => PartKind::Other(other.to_string()),
+        _ => PartKind::Other,
     };
     let mut media = Vec::new();
     let mut tool = None;
