@@ -126,14 +126,20 @@ fn looks_like_claude(v: &Value) -> bool {
     }
 }
 
-/// One line read as JSON for the sniff. Bytes that are not UTF-8 are read
-/// as U+FFFD, as Claude Code's own (Node.js) UTF-8 decoding reads them and
-/// as the loader skips them outside the fields it reads: a copy whose only
-/// message lines hold such a byte is still found (fuzz input whole_claude-16).
+/// One line read as JSON for the sniff. A line with bytes that are not
+/// UTF-8 counts exactly when the loader reads it: its typed read skips such
+/// bytes in the fields it does not read (fuzz input whole_claude-16: a copy
+/// whose only message line held one was not found) and rejects them in a
+/// key or a field it reads (whole_claude-17: a store found only through
+/// such a line lost it as unreadable in its repaired copy). Such a line is
+/// then read with U+FFFD for those bytes, as Claude Code (Node.js) reads it.
 fn sniff_value(line: &[u8]) -> Option<Value> {
     match std::str::from_utf8(line) {
         Ok(text) => serde_json::from_str(text).ok(),
-        Err(_) => serde_json::from_str(&String::from_utf8_lossy(line)).ok(),
+        Err(_) => {
+            parse::Fields::read(line, &mut None).ok()?;
+            serde_json::from_str(&String::from_utf8_lossy(line)).ok()
+        }
     }
 }
 
@@ -495,6 +501,25 @@ mod tests {
         let id = parse::part_id(u, "compactMetadata");
         assert_eq!(id, format!("{u}#compactMetadata"));
         assert_eq!(id.capacity(), id.len());
+    }
+
+    /// Fuzz input whole_claude-17: a line with a byte that is not UTF-8 in a
+    /// key is unreadable to the loader, so it does not make a Claude Code
+    /// store either (its repaired copy dropped it and was not found).
+    #[test]
+    fn a_line_the_loader_cannot_read_does_not_make_a_transcript() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir
+            .path()
+            .join("0a40fb08-409e-47b5-867c-464f5acf52d8.jsonl");
+        let mut text = b"{}\n{\"type\":\"queue-operation\",\"timesta".to_vec();
+        text.extend_from_slice(b"\xadp\":\"2026-11-22T12:08:09.340Z\",\"sessionId\":\"a\"}");
+        std::fs::write(&p, &text).unwrap();
+        let line = &text[3..];
+        assert!(serde_json::from_str::<Value>(&String::from_utf8_lossy(line)).is_ok());
+        assert!(sniff_value(line).is_none());
+        assert!(!sniff(&p).unwrap().claude);
+        assert!(open_file(&p).unwrap().is_none());
     }
 
     /// Fuzz input whole_claude-16: a compacted copy whose only message line
