@@ -378,10 +378,6 @@ pub struct Message {
     pub id: String,
     pub role: Role,
     pub parent_id: Option<String>,
-    /// A second, informational link the agent keeps beside the parent and
-    /// never follows when it rebuilds the history (Claude Code
-    /// `logicalParentUuid` on a compaction boundary).
-    pub logical_parent_id: Option<String>,
     /// The line of a line-oriented store, `None` for rows and files. Several
     /// messages may share a line (Codex: the items of a `compacted` line's
     /// `replacement_history`).
@@ -409,17 +405,40 @@ pub struct Message {
     pub summary: bool,
     /// Finish reason as stored (`stop`, `tool-calls`, ...), if any.
     pub finish: Option<Sym>,
-    pub error: Option<Box<StoredError>>,
     pub usage: Usage,
     /// `provider/model` this message was sent to or written for.
     pub model: Option<Sym>,
     /// Bytes stored for the message row or file itself, parts excluded.
     pub info_bytes: u64,
     pub parts: Vec<Part>,
+    /// What few messages store ([`Rare`]): `None` when the message has none
+    /// of it, so a huge session pays 8 bytes a message for these fields, not
+    /// 40. Read through [`Message::logical_parent_id`], [`Message::error`]
+    /// and [`Message::raw`]; set through [`Message::rare_mut`].
+    pub rare: Option<Box<Rare>>,
+}
+
+/// The fields of a [`Message`] that few messages set.
+#[derive(Debug, Clone, Default)]
+pub struct Rare {
+    /// A second, informational link the agent keeps beside the parent and
+    /// never follows when it rebuilds the history (Claude Code
+    /// `logicalParentUuid` on a compaction boundary).
+    pub logical_parent_id: Option<String>,
+    /// A provider or agent error stored on the message.
+    pub error: Option<StoredError>,
     /// The stored JSON of the message info when a format keeps it (an edited
     /// message, a Claude Code compaction boundary); otherwise `None`: the
     /// format re-reads it by id when it must change it.
-    pub raw: Option<Box<Value>>,
+    pub raw: Option<Value>,
+}
+
+impl Rare {
+    /// The boxed fields, or `None` when none is set.
+    pub fn boxed(self) -> Option<Box<Rare>> {
+        (self.logical_parent_id.is_some() || self.error.is_some() || self.raw.is_some())
+            .then(|| Box::new(self))
+    }
 }
 
 impl Message {
@@ -460,7 +479,27 @@ impl Message {
 
     /// True for an assistant that finished (stored a finish reason and no error).
     pub fn finished(&self) -> bool {
-        self.finish.is_some() && self.error.is_none()
+        self.finish.is_some() && self.error().is_none()
+    }
+
+    /// [`Rare::logical_parent_id`].
+    pub fn logical_parent_id(&self) -> Option<&str> {
+        self.rare.as_ref()?.logical_parent_id.as_deref()
+    }
+
+    /// [`Rare::error`].
+    pub fn error(&self) -> Option<&StoredError> {
+        self.rare.as_ref()?.error.as_ref()
+    }
+
+    /// [`Rare::raw`].
+    pub fn raw(&self) -> Option<&Value> {
+        self.rare.as_ref()?.raw.as_ref()
+    }
+
+    /// The rare fields, to set one (boxed on first use).
+    pub fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Default::default)
     }
 
     /// True when any part is marked synthetic (written by the agent, not the user).

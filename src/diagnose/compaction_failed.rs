@@ -11,7 +11,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
         .enumerate()
         .filter(|(_, m)| m.role == Role::Assistant && m.summary)
         .filter_map(|(i, m)| {
-            let e = m.error.as_ref()?;
+            let e = m.error()?;
             // Only an overflow is about size: another failure (a 400 on
             // something in the history) is not fixed by shrinking.
             let kind = super::overflow_error::classify(e);

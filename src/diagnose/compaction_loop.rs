@@ -66,7 +66,7 @@ pub fn chains(s: &Session) -> Vec<Chain> {
         if m.role == Role::Assistant && m.summary {
             if let Some(p) = m.parent_id.as_deref() {
                 let a = answers.entry(p).or_default();
-                if m.error.is_some() {
+                if m.error().is_some() {
                     a.0 = Some(i);
                 } else {
                     a.1 = Some(i);

@@ -12,7 +12,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
     s.messages
         .iter()
         .filter_map(|m| {
-            let lp = m.logical_parent_id.as_deref()?;
+            let lp = m.logical_parent_id()?;
             if ids.contains_key(lp) {
                 return None;
             }

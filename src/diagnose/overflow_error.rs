@@ -151,7 +151,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
         .iter()
         .enumerate()
         .filter_map(|(i, m)| {
-            let e = m.error.as_ref()?;
+            let e = m.error()?;
             let kind = classify(e)?;
             // An overflow of the summary call itself: the agent's compaction is what fails.
             let during_compaction = m.summary;

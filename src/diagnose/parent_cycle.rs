@@ -128,7 +128,6 @@ mod tests {
             id: id.into(),
             role: Role::User,
             parent_id: parent.map(str::to_string),
-            logical_parent_id: None,
             line: None,
             sidechain: false,
             parent_optional: false,
@@ -137,12 +136,11 @@ mod tests {
             time_completed: None,
             summary: false,
             finish: None,
-            error: None,
             usage: Usage::default(),
             model: None,
             info_bytes: 0,
             parts: Vec::new(),
-            raw: None,
+            rare: None,
         }
     }
 

@@ -41,7 +41,7 @@ pub fn judge(s: &Session, i: usize, by_tokens: bool) -> Judged {
     // changes (a compaction after it) do not change this estimate.
     let start = s.messages[..i]
         .iter()
-        .rposition(|m| m.summary && m.error.is_none())
+        .rposition(|m| m.summary && m.error().is_none())
         .unwrap_or(0);
     let mut failed_bytes = 0u64;
     let mut failed_tokens = 0u64;

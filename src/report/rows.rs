@@ -103,7 +103,7 @@ fn flags(m: &Message, visible: bool) -> Vec<&'static str> {
     if m.synthetic() {
         f.push("synthetic");
     }
-    if m.error.is_some() {
+    if m.error().is_some() {
         f.push("error");
     }
     if m.sidechain {

@@ -384,8 +384,8 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
             let m = &out.messages[i];
             let line = m.line.ok_or_else(|| anyhow!("message {id} has no line"))?;
             let path = &out.files[line.file];
-            let mut v: Value = match &m.raw {
-                Some(raw) => (**raw).clone(),
+            let mut v: Value = match m.raw() {
+                Some(raw) => raw.clone(),
                 None => {
                     let bytes = read_line_at(path, line.offset, line.bytes)?;
                     line_value(&bytes)
@@ -401,7 +401,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
             let mut nm = parse_line(&v, new_line, line.file > 0)
                 .ok_or_else(|| anyhow!("{}: line {} lost its uuid", path.display(), line.line))?;
             nm.parent_optional |= m.parent_optional;
-            nm.raw = Some(Box::new(v));
+            nm.rare_mut().raw = Some(v);
             out.messages[i] = nm;
         }
     }

@@ -640,14 +640,14 @@ pub(crate) fn parse_fields(
         }
         if rbool(v.api_error) {
             let text = result_text_raw(msg.and_then(|m| m.content));
-            error = Some(Box::new(StoredError {
+            error = Some(StoredError {
                 name: rstr(v.error)
                     .map(Cow::into_owned)
                     .unwrap_or_else(|| "APIError".to_string()),
                 status_code: ru64(v.api_error_status).map(|c| c as u16),
                 message: text,
                 response_body: None,
-            }));
+            });
         } else if !synthetic_reply {
             // Claude Code writes each content block once it is complete;
             // `stop_reason` is mostly null in transcripts.
@@ -706,7 +706,6 @@ pub(crate) fn parse_fields(
         id: uuid,
         role,
         parent_id: rstr(v.parent).map(Cow::into_owned),
-        logical_parent_id: rstr(v.logical_parent).map(Cow::into_owned),
         line: Some(line),
         sidechain,
         parent_optional,
@@ -715,20 +714,24 @@ pub(crate) fn parse_fields(
         time_completed: (kind == "assistant").then_some(time_created),
         summary: rbool(v.compact_summary),
         finish,
-        error,
         usage,
         model: model_name
             .filter(|m| !synthetic_reply && !m.is_empty())
             .map(|m| sym(&format!("anthropic/{m}"))),
         info_bytes: line.bytes.saturating_sub(parts_bytes),
         parts,
-        // Only boundary lines keep their JSON (small, needed to resolve the
-        // preserved segment); other lines are re-read by offset.
-        raw: if boundary {
-            serde_json::from_slice::<Value>(body).ok().map(Box::new)
-        } else {
-            None
-        },
+        rare: Rare {
+            logical_parent_id: rstr(v.logical_parent).map(Cow::into_owned),
+            error,
+            // Only boundary lines keep their JSON (small, needed to resolve
+            // the preserved segment); other lines are re-read by offset.
+            raw: if boundary {
+                serde_json::from_slice::<Value>(body).ok()
+            } else {
+                None
+            },
+        }
+        .boxed(),
     })
 }
 

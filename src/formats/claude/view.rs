@@ -71,7 +71,7 @@ pub fn resolve_markers(s: &mut Session) {
         if m.compaction().is_none() {
             continue;
         }
-        let meta = m.raw.as_deref().and_then(|r| r.get("compactMetadata"));
+        let meta = m.raw().and_then(|r| r.get("compactMetadata"));
         let uuids = strings(meta.and_then(|x| x.pointer("/preservedMessages/uuids")));
         let seg = meta.and_then(|x| x.get("preservedSegment"));
         let (preserved, prunes) = if !uuids.is_empty() {

@@ -438,8 +438,8 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
         let lr = out.messages[b]
             .line
             .expect("messages of a line have a line ref");
-        let mut v = match &out.messages[b].raw {
-            Some(raw) => (**raw).clone(),
+        let mut v = match out.messages[b].raw() {
+            Some(raw) => raw.clone(),
             None => read_line(&out.source, lr)?,
         };
         edit_line(&mut v, &plans.edits[&line], Mode::Model)?;
@@ -452,7 +452,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
             .ok_or_else(|| anyhow!("line {line} is not a message line"))?;
         carry(&out.messages[a..=b], &mut msgs);
         if let Some(last) = msgs.last_mut() {
-            last.raw = Some(Box::new(v));
+            last.rare_mut().raw = Some(v);
         }
         out.messages.splice(a..=b, msgs);
     }

@@ -186,7 +186,6 @@ fn message(id: &str, role: Role, line: LineRef, time: i64) -> Message {
         id: id.to_string(),
         role,
         parent_id: None,
-        logical_parent_id: None,
         line: Some(line),
         sidechain: false,
         parent_optional: false,
@@ -195,12 +194,11 @@ fn message(id: &str, role: Role, line: LineRef, time: i64) -> Message {
         time_completed: None,
         summary: false,
         finish: None,
-        error: None,
         usage: Usage::default(),
         model: None,
         info_bytes: 0,
         parts: Vec::new(),
-        raw: None,
+        rare: None,
     }
 }
 

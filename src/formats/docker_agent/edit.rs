@@ -254,7 +254,7 @@ pub fn previous_summary_prefix(s: &Session) -> String {
         .rev()
         .find(|m| m.summary && m.compaction().is_some())
         .and_then(|m| {
-            m.raw.as_ref().and_then(|r| {
+            m.raw().and_then(|r| {
                 r.get("summary_text")
                     .and_then(Value::as_str)
                     .map(str::to_string)

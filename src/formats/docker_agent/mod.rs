@@ -314,7 +314,7 @@ impl Builder {
                             }
                         }
                         if keep {
-                            m.raw = Some(Box::new(v));
+                            m.rare_mut().raw = Some(v);
                         }
                         self.add(m, what, true);
                     }
@@ -333,7 +333,7 @@ impl Builder {
                         if !item.summary_text.is_empty() {
                             self.last_summary = Some(item.summary_text.clone());
                         }
-                        m.raw = Some(Box::new(item.summary_object()));
+                        m.rare_mut().raw = Some(item.summary_object());
                         self.add(m, what, true);
                     }
                     Err(e) => {
@@ -729,7 +729,7 @@ impl DaStore {
             }
             let mut raw: Option<Value> = match (base, by_id.get(item.id.as_str())) {
                 (None, _) => None,
-                (Some(_), Some(m)) => m.raw.as_deref().cloned(),
+                (Some(_), Some(m)) => m.raw().cloned(),
                 (Some(_), None) if problems.contains(item.id.as_str()) || matches!(item.kind, Kind::Other(_)) => None,
                 // Removed by an earlier edit.
                 (Some(_), None) => return Ok(()),
@@ -779,7 +779,7 @@ impl DaStore {
             .filter(|m| m.id.starts_with(NEW_PREFIX))
         {
             let mut item = RawItem::new(m.id.clone(), 0, Kind::Summary, "(added)".into());
-            if let Some(r) = &m.raw {
+            if let Some(r) = m.raw() {
                 item.set_summary_object(r);
             }
             b.push(item, None);

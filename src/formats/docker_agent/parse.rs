@@ -612,7 +612,6 @@ pub fn message_item(
         id: id.to_string(),
         role: Role::named(role_s),
         parent_id: None,
-        logical_parent_id: None,
         line: None,
         sidechain: false,
         parent_optional: false,
@@ -621,7 +620,6 @@ pub fn message_item(
         time_completed: created,
         summary: false,
         finish,
-        error: None,
         usage,
         model: if role == MsgRole::Assistant {
             str_at(v, "model").and_then(model_name)
@@ -630,7 +628,7 @@ pub fn message_item(
         },
         info_bytes: 0,
         parts,
-        raw: None,
+        rare: None,
     };
     let what = What::Message {
         role,
@@ -649,7 +647,6 @@ pub fn bare(id: &str, role: &str, time: i64, info_bytes: u64) -> Message {
         id: id.to_string(),
         role: Role::Other(sym(role)),
         parent_id: None,
-        logical_parent_id: None,
         line: None,
         sidechain: false,
         parent_optional: false,
@@ -658,12 +655,11 @@ pub fn bare(id: &str, role: &str, time: i64, info_bytes: u64) -> Message {
         time_completed: None,
         summary: false,
         finish: None,
-        error: None,
         usage: Usage::default(),
         model: None,
         info_bytes,
         parts: Vec::new(),
-        raw: None,
+        rare: None,
     }
 }
 
@@ -748,12 +744,12 @@ pub fn error_item(item: &RawItem, time: i64) -> std::result::Result<Message, Str
     let text = item.json.as_deref().unwrap_or("");
     let mut m = bare(&item.id, "error", time, text.len() as u64);
     if text.trim().is_empty() {
-        m.error = Some(Box::new(StoredError {
+        m.rare_mut().error = Some(StoredError {
             name: "error".into(),
             status_code: None,
             message: String::new(),
             response_body: None,
-        }));
+        });
         return Ok(m);
     }
     let v: Value =
@@ -763,12 +759,12 @@ pub fn error_item(item: &RawItem, time: i64) -> std::result::Result<Message, Str
     if let Some(t) = str_at(&v, "created_at").and_then(rfc3339_ms) {
         m.time_created = t;
     }
-    m.error = Some(Box::new(StoredError {
+    m.rare_mut().error = Some(StoredError {
         name: if code.is_empty() { "error" } else { code }.to_string(),
         status_code: status_in(&message),
         message,
         response_body: None,
-    }));
+    });
     Ok(m)
 }
 

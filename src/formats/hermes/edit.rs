@@ -380,13 +380,13 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
                     bail!("message {} is not a stored row", m.id);
                 }
                 let base = read_one(ctx.conn, ctx.schema, &s.id, &m.id)?;
-                let mut row = match &m.raw {
+                let mut row = match m.raw() {
                     Some(r) => base.with_raw(r),
                     None => base,
                 };
                 edit_row(&mut row, &e.change)?;
                 let (mut nm, _) = parse_row(&row, model.as_ref(), ctx.location);
-                nm.raw = Some(Box::new(row.to_raw()));
+                nm.rare_mut().raw = Some(row.to_raw());
                 *m = nm;
             }
             Change::DropMessage => {
@@ -428,7 +428,7 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
                 continue;
             }
             let base = read_one(ctx.conn, ctx.schema, &s.id, &m.id)?;
-            let row = match &m.raw {
+            let row = match m.raw() {
                 Some(r) => base.with_raw(r),
                 None => base,
             };

@@ -576,7 +576,6 @@ fn marker_message(id: String, time: i64, p: Part) -> Message {
         id,
         role: Role::Other(sym("compression")),
         parent_id: None,
-        logical_parent_id: None,
         line: None,
         sidechain: false,
         parent_optional: true,
@@ -585,12 +584,11 @@ fn marker_message(id: String, time: i64, p: Part) -> Message {
         time_completed: None,
         summary: false,
         finish: None,
-        error: None,
         usage: Usage::default(),
         model: None,
         info_bytes: 0,
         parts: vec![p],
-        raw: None,
+        rare: None,
     }
 }
 
@@ -998,7 +996,6 @@ pub fn parse_row(
         id,
         role: role.clone(),
         parent_id: None,
-        logical_parent_id: None,
         line: None,
         sidechain: false,
         parent_optional: false,
@@ -1007,14 +1004,13 @@ pub fn parse_row(
         time_completed: (role == Role::Assistant).then_some(time),
         summary,
         finish: row.finish_reason.as_deref().map(sym),
-        error: None,
         usage: Usage::default(),
         model: matches!(role, Role::User | Role::Assistant)
             .then(|| model.cloned())
             .flatten(),
         info_bytes: stored.saturating_sub(in_parts),
         parts,
-        raw: None,
+        rare: None,
     };
     (m, problems)
 }

@@ -194,8 +194,8 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) ->
         let m = &mut out.messages[mi];
         match &e.change {
             Change::SetParent { .. } | Change::ClearParent { .. } => {
-                let mut raw = match &m.raw {
-                    Some(r) => (**r).clone(),
+                let mut raw = match m.raw() {
+                    Some(r) => r.clone(),
                     None => rows.message(&s.id, &m.id)?,
                 };
                 edit_message(&mut raw, &e.change);
@@ -204,7 +204,7 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) ->
                 *m = parse_message(&m.id, raw.clone(), bytes, Some(m.time_created))
                     .map_err(|err| anyhow!(err))?;
                 m.parts = parts;
-                m.raw = Some(Box::new(raw));
+                m.rare_mut().raw = Some(raw);
             }
             Change::StripMedia { part_id, .. } | Change::Truncate { part_id, .. } => {
                 let p = m

@@ -88,7 +88,6 @@ pub(crate) fn parse_message(
         id: id.to_string(),
         role,
         parent_id: str_at(&raw, PARENT_FIELD).map(str::to_string),
-        logical_parent_id: None,
         line: None,
         sidechain: false,
         parent_optional: false,
@@ -97,12 +96,15 @@ pub(crate) fn parse_message(
         time_completed: raw.pointer("/time/completed").and_then(Value::as_i64),
         summary: raw.get("summary").and_then(Value::as_bool).unwrap_or(false),
         finish: str_at(&raw, "finish").map(sym),
-        error: error.map(Box::new),
+        rare: Rare {
+            error,
+            ..Default::default()
+        }
+        .boxed(),
         usage,
         model,
         info_bytes,
         parts: Vec::new(),
-        raw: None,
     })
 }
 

@@ -5,7 +5,7 @@ use crate::model::{Message, Role};
 
 /// A summary that cuts history: an assistant with `summary`, a finish reason and no error.
 fn completed_summary(m: &Message) -> bool {
-    m.role == Role::Assistant && m.summary && m.finish.is_some() && m.error.is_none()
+    m.role == Role::Assistant && m.summary && m.finish.is_some() && m.error().is_none()
 }
 
 /// Indexes of `messages` (chronological) the model sees, in the order sent.
