@@ -20,6 +20,7 @@ pub mod fsx;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod measure;
+pub mod memory;
 pub mod model;
 pub mod report;
 pub mod sizing;

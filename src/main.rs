@@ -10,6 +10,7 @@ use std::process::ExitCode;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    session_doctor::memory::no_huge_pages();
     let cli = session_doctor::cli::Cli::parse();
     match session_doctor::run(cli) {
         Ok(code) => code,

@@ -147,8 +147,21 @@ impl Engine {
 
     /// Every session of every store (or only `only`), in store order then
     /// session order. A store that cannot list its sessions is an error and
-    /// is left out. `only` names no session: an error (exit 2).
+    /// is left out. `only` names no session: an error (exit 2). When one of
+    /// them is huge ([`crate::memory::HUGE_SESSION_BYTES`] of input), freed
+    /// memory is returned to the OS at once from here on.
     pub fn items(&mut self, only: Option<&str>) -> Result<Vec<Item>> {
+        let items = self.select_items(only)?;
+        if items
+            .iter()
+            .any(|it| it.bytes >= crate::memory::HUGE_SESSION_BYTES)
+        {
+            crate::memory::return_freed_memory_at_once();
+        }
+        Ok(items)
+    }
+
+    fn select_items(&mut self, only: Option<&str>) -> Result<Vec<Item>> {
         let listed: Vec<Result<Vec<String>>> = self
             .pool
             .install(|| self.stores.par_iter().map(|s| s.session_ids()).collect());
