@@ -503,18 +503,24 @@ mod tests {
         assert_eq!(id.capacity(), id.len());
     }
 
+    /// `bytes` as a transcript named like a session, in a new folder.
+    fn transcript(bytes: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir
+            .path()
+            .join("0a40fb08-409e-47b5-867c-464f5acf52d8.jsonl");
+        std::fs::write(&p, bytes).unwrap();
+        (dir, p)
+    }
+
     /// Fuzz input whole_claude-17: a line with a byte that is not UTF-8 in a
     /// key is unreadable to the loader, so it does not make a Claude Code
     /// store either (its repaired copy dropped it and was not found).
     #[test]
     fn a_line_the_loader_cannot_read_does_not_make_a_transcript() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir
-            .path()
-            .join("0a40fb08-409e-47b5-867c-464f5acf52d8.jsonl");
         let mut text = b"{}\n{\"type\":\"queue-operation\",\"timesta".to_vec();
         text.extend_from_slice(b"\xadp\":\"2026-11-22T12:08:09.340Z\",\"sessionId\":\"a\"}");
-        std::fs::write(&p, &text).unwrap();
+        let (_dir, p) = transcript(&text);
         let line = &text[3..];
         assert!(serde_json::from_str::<Value>(&String::from_utf8_lossy(line)).is_ok());
         assert!(sniff_value(line).is_none());
@@ -527,15 +533,11 @@ mod tests {
     /// found as a Claude Code store, while the same line loaded as a message.
     #[test]
     fn a_line_with_a_byte_that_is_not_utf8_is_still_a_transcript_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir
-            .path()
-            .join("0a40fb08-409e-47b5-867c-464f5acf52d8.jsonl");
         let mut line =
             br#"{"type":"assistant","parentUuid":null,"uuid":"a","message":{"role":"assistan"#
                 .to_vec();
         line.extend_from_slice(b"\xb9\",\"content\":[]}}\n{\"silly\":\"this\"}\n");
-        std::fs::write(&p, &line).unwrap();
+        let (_dir, p) = transcript(&line);
         let v = sniff_value(&line[..line.iter().position(|&b| b == b'\n').unwrap()]).unwrap();
         assert_eq!(v["message"]["role"], "assistan\u{fffd}");
         let s = sniff(&p).unwrap();
