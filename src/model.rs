@@ -589,6 +589,11 @@ pub struct Lookup<'a> {
 }
 
 impl<'a> Lookup<'a> {
+    /// The session the lookups are over.
+    pub fn session(&self) -> &'a Session {
+        self.session
+    }
+
     /// The first copy of message `id`.
     pub fn message(&self, id: &str) -> Option<&'a Message> {
         self.messages.get(id).map(|&i| &self.session.messages[i])

@@ -91,7 +91,7 @@ pub(crate) fn plan_session(
     let c = store.copier();
     let describe = |s: &crate::model::Session, edits: &[Edit], out: &mut Vec<StoredChange>| {
         let ix = s.lookup();
-        out.extend(edits.iter().map(|e| c.describe(s, &ix, e)));
+        out.extend(edits.iter().map(|e| c.describe(&ix, e)));
     };
     let plan = crate::treat::compact::plan(
         c,

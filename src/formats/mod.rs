@@ -78,20 +78,13 @@ pub trait Copier: Applier + Send + Sync {
         vec![dest.to_path_buf()]
     }
     /// How `edit` looks in storage (stored field name, old and new JSON
-    /// values), with lookups built once by the caller ([`Session::lookup`]).
-    fn describe(
-        &self,
-        session: &Session,
-        ix: &crate::model::Lookup<'_>,
-        edit: &Edit,
-    ) -> StoredChange;
+    /// values) in the session `ix` is over, with lookups built once by the
+    /// caller ([`Session::lookup`]).
+    fn describe(&self, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange;
     /// [`Copier::describe`] for every edit.
     fn describe_all(&self, session: &Session, edits: &[Edit]) -> Vec<StoredChange> {
         let ix = session.lookup();
-        edits
-            .iter()
-            .map(|e| self.describe(session, &ix, e))
-            .collect()
+        edits.iter().map(|e| self.describe(&ix, e)).collect()
     }
     /// Writes a copy of the whole store to `dest` with `edits` applied:
     /// staged under a temporary name beside `dest`, verified, then moved into

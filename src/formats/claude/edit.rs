@@ -429,7 +429,8 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
 }
 
 /// How `edit` looks in the transcript, for the change list.
-pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
+pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
+    let s = ix.session();
     let m = ix.message(&edit.message_id);
     let part = edit
         .change

@@ -396,13 +396,8 @@ impl Copier for ClaudeStore {
         v
     }
 
-    fn describe(
-        &self,
-        session: &Session,
-        ix: &crate::model::Lookup<'_>,
-        edit: &Edit,
-    ) -> StoredChange {
-        edit::describe(session, ix, edit)
+    fn describe(&self, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
+        edit::describe(ix, edit)
     }
 
     /// Claude Code reads `$CLAUDE_CONFIG_DIR/projects/<cwd>/<id>.jsonl`

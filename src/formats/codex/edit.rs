@@ -548,7 +548,8 @@ fn part_field(m: Option<&Message>, part_id: &str, leaf: &str) -> String {
 }
 
 /// How `e` looks in the rollout, for the change list.
-pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
+pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
+    let s = ix.session();
     let m = ix.message(&e.message_id);
     let part = e
         .change

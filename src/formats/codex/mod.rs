@@ -345,8 +345,8 @@ impl Copier for CodexStore {
         self.home_and_rel().1
     }
 
-    fn describe(&self, session: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
-        edit::describe(session, ix, e)
+    fn describe(&self, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
+        edit::describe(ix, e)
     }
 
     /// Codex reads `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`

@@ -152,7 +152,8 @@ pub fn edit_message(v: &mut Value, change: &Change) -> Result<(), String> {
 }
 
 /// How `edit` looks in storage, for the change list.
-pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
+pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
+    let s = ix.session();
     let m = ix.message(&edit.message_id);
     let part = edit.change.part_id().and_then(|p| ix.part(p));
     let (field, old, new) = match &edit.change {

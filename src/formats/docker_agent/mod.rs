@@ -1113,8 +1113,8 @@ impl Copier for DaStore {
         crate::formats::file_name_or(&self.path, "session.db")
     }
 
-    fn describe(&self, session: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
-        edit::describe(session, ix, e)
+    fn describe(&self, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
+        edit::describe(ix, e)
     }
 
     /// docker-agent reads `~/.cagent/session.db`, or the file named by

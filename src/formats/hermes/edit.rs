@@ -498,7 +498,8 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
 }
 
 /// How `edit` looks in storage, for the change list.
-pub fn describe(s: &Session, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
+pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
+    let s = ix.session();
     let part = edit.change.part_id().and_then(|pid| ix.part(pid));
     let (field, old, new) = match &edit.change {
         Change::StripMedia { part_id, .. } => {

@@ -303,8 +303,8 @@ impl Copier for HermesStore {
         crate::formats::file_name_or(&self.path, "state.db")
     }
 
-    fn describe(&self, session: &Session, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
-        edit::describe(session, ix, e)
+    fn describe(&self, ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
+        edit::describe(ix, e)
     }
 
     /// hermes-agent reads `$HERMES_HOME/state.db` and resumes with

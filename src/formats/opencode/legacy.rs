@@ -279,12 +279,7 @@ impl Copier for LegacyStore {
         PathBuf::from("storage")
     }
 
-    fn describe(
-        &self,
-        _session: &Session,
-        ix: &crate::model::Lookup<'_>,
-        edit: &Edit,
-    ) -> StoredChange {
+    fn describe(&self, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         edit::describe(ix, edit)
     }
 

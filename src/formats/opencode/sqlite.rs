@@ -296,12 +296,7 @@ impl Copier for SqliteStore {
         crate::formats::file_name_or(&self.path, "opencode.db")
     }
 
-    fn describe(
-        &self,
-        _session: &Session,
-        ix: &crate::model::Lookup<'_>,
-        edit: &Edit,
-    ) -> StoredChange {
+    fn describe(&self, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         edit::describe(ix, edit)
     }
 
