@@ -403,29 +403,57 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
         }
     }
     // Every stored copy of a kept id stays (a format keeps one entry per id).
-    let kept_ids: HashSet<&str> = (0..s.messages.len())
-        .filter(|&i| keep[i])
-        .map(|i| s.messages[i].id.as_str())
-        .collect();
-    let dropped: Vec<usize> = (0..s.messages.len())
-        .filter(|&i| !kept_ids.contains(s.messages[i].id.as_str()))
-        .collect();
+    // When no two messages share an id (every Codex rollout, most sessions),
+    // that is `keep` itself: no set of every id is built, as a cut of a huge
+    // session drops millions of messages.
+    let unique = ids_unique(s);
+    let dropped: Vec<usize> = if unique {
+        (0..s.messages.len()).filter(|&i| !keep[i]).collect()
+    } else {
+        let kept_ids: HashSet<&str> = (0..s.messages.len())
+            .filter(|&i| keep[i])
+            .map(|i| s.messages[i].id.as_str())
+            .collect();
+        (0..s.messages.len())
+            .filter(|&i| !kept_ids.contains(s.messages[i].id.as_str()))
+            .collect()
+    };
     if dropped.is_empty() {
         return Vec::new();
     }
-    let dropped_ids: HashSet<&str> = dropped.iter().map(|&i| s.messages[i].id.as_str()).collect();
+    let is_dropped = {
+        let mut d = keep;
+        d.fill(false);
+        for &i in &dropped {
+            d[i] = true;
+        }
+        d
+    };
+    // The dropped ids a kept message's parent may name: none to look up
+    // when no message names a parent (Codex).
+    let dropped_ids: HashSet<&str> = if s.messages.iter().any(|m| m.parent_id.is_some()) {
+        dropped.iter().map(|&i| s.messages[i].id.as_str()).collect()
+    } else {
+        HashSet::default()
+    };
+    // One drop per id: the edit names the id, which covers every copy.
     let mut out: Vec<Edit> = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::default();
-    for &i in &dropped {
-        let id = s.messages[i].id.as_str();
-        if seen.insert(id) {
-            out.push(edit(&sid, id, Change::DropMessage));
+    if unique {
+        out.reserve_exact(dropped.len() + 1);
+        for &i in &dropped {
+            out.push(edit(&sid, &s.messages[i].id, Change::DropMessage));
+        }
+    } else {
+        let mut seen: HashSet<&str> = HashSet::default();
+        for &i in &dropped {
+            let id = s.messages[i].id.as_str();
+            if seen.insert(id) {
+                out.push(edit(&sid, id, Change::DropMessage));
+            }
         }
     }
     let preserved: HashSet<&str> = s.preserved_ids();
-    let kept_sorted: Vec<usize> = (0..s.messages.len())
-        .filter(|i| !dropped_ids.contains(s.messages[*i].id.as_str()))
-        .collect();
+    let kept_sorted: Vec<usize> = (0..s.messages.len()).filter(|&i| !is_dropped[i]).collect();
     let mut reparented: HashSet<&str> = HashSet::default();
     let is_candidate = |k: usize| {
         let c = &s.messages[k];
@@ -501,6 +529,26 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
         }
     }
     out
+}
+
+/// Whether no two messages of `s` share an id. Compares the sorted 64-bit
+/// hashes of the ids (8 bytes a message, not a set of every id); only when
+/// two hashes are equal are the ids compared as text.
+fn ids_unique(s: &Session) -> bool {
+    use std::hash::BuildHasher;
+    let hasher = rustc_hash::FxBuildHasher;
+    let mut hashes: Vec<u64> = s
+        .messages
+        .iter()
+        .map(|m| hasher.hash_one(m.id.as_str()))
+        .collect();
+    hashes.sort_unstable();
+    if hashes.windows(2).all(|w| w[0] != w[1]) {
+        return true;
+    }
+    drop(hashes);
+    let mut seen: HashSet<&str> = HashSet::default();
+    s.messages.iter().all(|m| seen.insert(m.id.as_str()))
 }
 
 /// Step 4 for an agent that indexes its history and never resends what its
