@@ -178,7 +178,18 @@ pub trait RawRows {
 /// `s` with `edits` applied, every changed message and part re-parsed (and
 /// keeping its edited JSON, so later edits apply on top of it).
 pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) -> Result<Session> {
-    let mut out = s.clone();
+    apply_owned(s.clone(), edits, layout, rows)
+}
+
+/// [`apply`] in place, on a session the caller gives up (no copy of a huge
+/// session is made).
+pub fn apply_owned(
+    mut out: Session,
+    edits: &[Edit],
+    layout: Layout,
+    rows: &dyn RawRows,
+) -> Result<Session> {
+    let sid = out.id.clone();
     let mut dropped = rustc_hash::FxHashSet::default();
     let index: rustc_hash::FxHashMap<String, usize> = out
         .messages
@@ -187,16 +198,16 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) ->
         .rev()
         .map(|(i, m)| (m.id.clone(), i))
         .collect();
-    for e in edits.iter().filter(|e| *e.session_id == *s.id) {
+    for e in edits.iter().filter(|e| *e.session_id == *sid) {
         let mi = *index
             .get(&e.message_id)
-            .ok_or_else(|| anyhow!("message {} not in session {}", e.message_id, s.id))?;
+            .ok_or_else(|| anyhow!("message {} not in session {}", e.message_id, sid))?;
         let m = &mut out.messages[mi];
         match &e.change {
             Change::SetParent { .. } | Change::ClearParent { .. } => {
                 let mut raw = match m.raw() {
                     Some(r) => r.clone(),
-                    None => rows.message(&s.id, &m.id)?,
+                    None => rows.message(&sid, &m.id)?,
                 };
                 edit_message(&mut raw, &e.change);
                 let bytes = layout.serialize(&raw).len() as u64;
@@ -231,14 +242,14 @@ pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) ->
             }
             Change::AddNote { text } => {
                 let pid = note_part_id(&m.id);
-                let raw = note_part(layout, &s.id, &m.id, &pid, text);
+                let raw = note_part(layout, &sid, &m.id, &pid, text);
                 let bytes = layout.serialize(&raw).len() as u64;
                 let mut p = parse_part(&pid, raw.clone(), bytes).map_err(|err| anyhow!(err))?;
                 p.raw = Some(Box::new(raw));
                 m.parts.insert(0, p);
             }
             Change::Session(_) => {
-                anyhow::bail!("session {}: opencode stores no session-level changes", s.id)
+                anyhow::bail!("session {}: opencode stores no session-level changes", sid)
             }
             Change::SetFirstKept { .. } | Change::CutBefore { .. } => anyhow::bail!(
                 "message {}: opencode stores no first kept entry ({} is a docker-agent change)",

@@ -268,6 +268,9 @@ impl Applier for LegacyStore {
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
         edit::apply(session, edits, Layout::Legacy, &TreeRows(&self.path))
     }
+    fn apply_owned(&self, session: Session, edits: &[Edit]) -> Result<Session> {
+        edit::apply_owned(session, edits, Layout::Legacy, &TreeRows(&self.path))
+    }
 }
 
 impl Copier for LegacyStore {

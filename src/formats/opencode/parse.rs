@@ -240,46 +240,127 @@ pub(crate) fn parse_part(
 /// attaches parts; parts whose message is missing become orphans.
 /// `parts` are `(message id, part)` pairs.
 pub(super) fn assemble(session: &mut Session, mut parts: Vec<(String, Part)>) {
+    sort_messages(session);
+    parts.sort_by(|a, b| a.1.id.cmp(&b.1.id));
+    let mut sink = PartSink::new(&session.messages);
+    for (message_id, p) in parts {
+        sink.add(message_id, p);
+    }
+    let attached = sink.finish();
+    attach(session, attached);
+}
+
+/// Sorts the messages of `session` chronologically (stored time, then
+/// ascending id), the order [`PartSink`] indexes them in.
+pub(super) fn sort_messages(session: &mut Session) {
     session
         .messages
         .sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
-    parts.sort_by(|a, b| a.1.id.cmp(&b.1.id));
-    let mut seen_parts = rustc_hash::FxHashSet::default();
-    let index: rustc_hash::FxHashMap<String, usize> = session
-        .messages
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(i, m)| (m.id.clone(), i))
-        .collect();
-    for (message_id, p) in parts {
-        if !seen_parts.insert(p.id.clone()) {
-            session.duplicate_ids.push(DuplicateId {
+}
+
+/// Collects parts, given in ascending part id, under the messages they
+/// name, while the parts are read (no list of every part is held beside
+/// the messages). A repeated part id (two parts in a row with one id) is a
+/// duplicate; a part whose message is missing is an orphan.
+pub(super) struct PartSink<'a> {
+    /// Message id -> index of its first copy.
+    index: rustc_hash::FxHashMap<&'a str, usize>,
+    /// The parts of each message, by message index.
+    lists: Vec<Vec<Part>>,
+    orphans: Vec<OrphanPart>,
+    duplicates: Vec<DuplicateId>,
+    /// The id of the previous part (`None` before the first).
+    prev: Option<String>,
+}
+
+/// What a [`PartSink`] collected: the parts of each message (by index),
+/// orphan parts and repeated part ids.
+pub(super) struct Attached {
+    lists: Vec<Vec<Part>>,
+    orphans: Vec<OrphanPart>,
+    duplicates: Vec<DuplicateId>,
+}
+
+impl<'a> PartSink<'a> {
+    /// A sink for the parts of `messages` (sorted by [`sort_messages`]).
+    pub(super) fn new(messages: &'a [Message]) -> Self {
+        let mut index = rustc_hash::FxHashMap::default();
+        index.reserve(messages.len());
+        for (i, m) in messages.iter().enumerate().rev() {
+            index.insert(m.id.as_str(), i);
+        }
+        PartSink {
+            index,
+            lists: std::iter::repeat_with(Vec::new)
+                .take(messages.len())
+                .collect(),
+            orphans: Vec::new(),
+            duplicates: Vec::new(),
+            prev: None,
+        }
+    }
+
+    /// Adds part `p` of message `message_id`; parts come in ascending id.
+    pub(super) fn add(&mut self, message_id: String, p: Part) {
+        if self.prev.as_deref() == Some(p.id.as_str()) {
+            self.duplicates.push(DuplicateId {
                 id: p.id.clone(),
                 place: format!("part of message {message_id}"),
                 same_content: false,
             });
+        } else {
+            let prev = self.prev.get_or_insert_with(String::new);
+            prev.clear();
+            prev.push_str(&p.id);
         }
-        match index.get(&message_id) {
-            Some(&i) => session.messages[i].parts.push(p),
-            None => session.orphan_parts.push(OrphanPart {
+        match self.index.get(message_id.as_str()) {
+            Some(&i) => self.lists[i].push(p),
+            None => self.orphans.push(OrphanPart {
                 message_id,
                 part: p,
             }),
         }
     }
-    for m in &mut session.messages {
-        m.parts.shrink_to_fit();
-    }
-    let mut seen = rustc_hash::FxHashSet::default();
-    for m in &session.messages {
-        if !seen.insert(m.id.clone()) {
-            session.duplicate_ids.push(DuplicateId {
-                id: m.id.clone(),
-                place: "message".into(),
-                same_content: false,
-            });
+
+    /// What was collected, for [`attach`].
+    pub(super) fn finish(self) -> Attached {
+        Attached {
+            lists: self.lists,
+            orphans: self.orphans,
+            duplicates: self.duplicates,
         }
     }
+}
+
+/// Gives the messages of `session` the parts a [`PartSink`] collected,
+/// records repeated part and message ids, and computes the visible view.
+pub(super) fn attach(session: &mut Session, attached: Attached) {
+    for (m, mut parts) in session.messages.iter_mut().zip(attached.lists) {
+        if m.parts.is_empty() {
+            parts.shrink_to_fit();
+            m.parts = parts;
+        } else {
+            m.parts.append(&mut parts);
+            m.parts.shrink_to_fit();
+        }
+    }
+    session.orphan_parts.extend(attached.orphans);
+    session.duplicate_ids.extend(attached.duplicates);
+    let mut seen = rustc_hash::FxHashSet::default();
+    let repeated: Vec<&str> = session
+        .messages
+        .iter()
+        .map(|m| m.id.as_str())
+        .filter(|id| !seen.insert(*id))
+        .collect();
+    let repeated: Vec<DuplicateId> = repeated
+        .into_iter()
+        .map(|id| DuplicateId {
+            id: id.to_string(),
+            place: "message".into(),
+            same_content: false,
+        })
+        .collect();
+    session.duplicate_ids.extend(repeated);
     session.visible = visible_view(&session.messages);
 }

@@ -3,7 +3,7 @@
 //! hold the JSON without the id columns.
 
 use super::edit::{self, Layout};
-use super::parse::{assemble, parse_message, parse_part};
+use super::parse::{attach, parse_message, parse_part, sort_messages, PartSink};
 use crate::edit::Applier;
 use crate::edit::{Change, Edit, StoredChange};
 use crate::formats::sqlite::Snapshot;
@@ -175,6 +175,18 @@ impl Store for SqliteStore {
             })
             .map_err(|e| fail("session", e))?;
         let mut session = Session::new(self.agent, id, title, self.path.clone());
+        // Room for every message at once: growing a list of a huge
+        // session's messages would hold it twice while it moves.
+        let count: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM message WHERE session_id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .map_err(|e| fail("message", e))?;
+        session
+            .messages
+            .reserve_exact(usize::try_from(count).unwrap_or(0));
         let mut st = self.prepare(
             &conn,
             "message",
@@ -225,10 +237,13 @@ impl Store for SqliteStore {
         let mut st = self.prepare(
             &conn,
             "part",
-            "SELECT rowid, id, message_id, data FROM part WHERE session_id = ?1 ORDER BY id",
+            "SELECT rowid, id, message_id, data FROM part WHERE session_id = ?1 ORDER BY id COLLATE BINARY",
         )?;
         let mut rows = st.query([id]).map_err(|e| fail("part", e))?;
-        let mut parts = Vec::new();
+        // Each part goes under its message as it is read, in part id order
+        // (byte order, as Rust compares ids, whatever the column collation).
+        sort_messages(&mut session);
+        let mut parts = PartSink::new(&session.messages);
         while let Some(r) = rows.next().map_err(|e| fail("part", e))? {
             let rowid: i64 = r.get(0).unwrap_or(-1);
             let ids = id_of(r, 1, "id").and_then(|p| Ok((p, id_of(r, 2, "message_id")?)));
@@ -257,7 +272,7 @@ impl Store for SqliteStore {
                     parse_part(&pid, v, n)
                 });
             match parsed {
-                Ok(p) => parts.push((mid, p)),
+                Ok(p) => parts.add(mid, p),
                 Err(error) => session.problems.push(LoadProblem {
                     location: self.loc("part", &pid),
                     id: Some(pid.clone()),
@@ -271,7 +286,8 @@ impl Store for SqliteStore {
         }
         drop(rows);
         let _ = conn.execute_batch("COMMIT");
-        assemble(&mut session, parts);
+        let parts = parts.finish();
+        attach(&mut session, parts);
         Ok(session)
     }
 
@@ -284,6 +300,10 @@ impl Applier for SqliteStore {
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
         let conn = self.conn()?;
         edit::apply(session, edits, Layout::Sqlite, &DbRows(&conn, &self.path))
+    }
+    fn apply_owned(&self, session: Session, edits: &[Edit]) -> Result<Session> {
+        let conn = self.conn()?;
+        edit::apply_owned(session, edits, Layout::Sqlite, &DbRows(&conn, &self.path))
     }
 }
 
