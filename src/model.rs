@@ -324,10 +324,12 @@ pub struct Part {
     pub media: Vec<Media>,
     pub tool: Option<Box<ToolCall>>,
     pub compaction: Option<Box<CompactionMarker>>,
-    /// The stored JSON when a format keeps it (an edited part, so further
-    /// edits apply on top; otherwise `None`: the format re-reads the row or
-    /// line by id when it must change it, so a session holds figures, not text).
-    pub raw: Option<Box<Value>>,
+    /// The stored JSON text when a format keeps it: an edited part, so
+    /// further edits apply on top. Text, not a parsed tree (which takes
+    /// several times its size), boxed so a part pays 8 bytes for it.
+    /// Otherwise `None`: the format re-reads the row or line by id when it
+    /// must change it, so a session holds figures, not text.
+    pub raw: Option<Box<String>>,
 }
 
 /// A stored part whose message does not exist.

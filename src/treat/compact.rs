@@ -531,6 +531,18 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     out
 }
 
+/// Appends a step's `edits` to the plan's: moved when the plan has none yet,
+/// else into a list grown to the exact total (a cut of a huge session is
+/// millions of edits; doubling would hold up to twice as many slots).
+fn append(all: &mut Vec<Edit>, edits: Vec<Edit>) {
+    if all.is_empty() {
+        *all = edits;
+    } else {
+        all.reserve_exact(edits.len());
+        all.extend(edits);
+    }
+}
+
 /// Whether no two messages of `s` share an id. Compares the sorted 64-bit
 /// hashes of the ids (8 bytes a message, not a set of every id); only when
 /// two hashes are equal are the ids compared as text.
@@ -688,7 +700,7 @@ pub fn plan(
             edits: edits.len(),
             after,
         });
-        plan.edits.extend(edits);
+        append(&mut plan.edits, edits);
     }
     // A loop is broken only when the kept tail is below the trigger: keep
     // fewer user turns until it is.
@@ -722,7 +734,7 @@ pub fn plan(
                     edits: edits.len(),
                     after,
                 });
-                plan.edits.extend(edits);
+                append(&mut plan.edits, edits);
                 cur = std::borrow::Cow::Owned(next);
                 break;
             }

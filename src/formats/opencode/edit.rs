@@ -224,13 +224,14 @@ pub fn apply_owned(
                     .find(|p| &p.id == part_id)
                     .ok_or_else(|| anyhow!("part {part_id} not in message {}", e.message_id))?;
                 let mut raw = match &p.raw {
-                    Some(r) => (**r).clone(),
+                    Some(r) => serde_json::from_str(r)
+                        .map_err(|err| anyhow!("part {part_id}: edited JSON: {err}"))?,
                     None => rows.part(&e.message_id, &p.id)?,
                 };
                 edit_part(&mut raw, &e.change).map_err(|err| anyhow!("part {part_id}: {err}"))?;
-                let bytes = layout.serialize(&raw).len() as u64;
-                *p = parse_part(&p.id, raw.clone(), bytes).map_err(|err| anyhow!(err))?;
-                p.raw = Some(Box::new(raw));
+                let text = layout.serialize(&raw);
+                *p = parse_part(&p.id, raw, text.len() as u64).map_err(|err| anyhow!(err))?;
+                p.raw = Some(Box::new(text));
             }
             Change::DropMessage => {
                 dropped.insert(m.id.clone());
@@ -243,9 +244,9 @@ pub fn apply_owned(
             Change::AddNote { text } => {
                 let pid = note_part_id(&m.id);
                 let raw = note_part(layout, &sid, &m.id, &pid, text);
-                let bytes = layout.serialize(&raw).len() as u64;
-                let mut p = parse_part(&pid, raw.clone(), bytes).map_err(|err| anyhow!(err))?;
-                p.raw = Some(Box::new(raw));
+                let text = layout.serialize(&raw);
+                let mut p = parse_part(&pid, raw, text.len() as u64).map_err(|err| anyhow!(err))?;
+                p.raw = Some(Box::new(text));
                 m.parts.insert(0, p);
             }
             Change::Session(_) => {
