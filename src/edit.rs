@@ -189,6 +189,19 @@ pub trait Applier {
     ) -> anyhow::Result<crate::model::Session> {
         self.apply(&session, edits)
     }
+    /// [`Applier::apply_owned`] on a session that already has the `earlier`
+    /// edits (a plan's previous steps, in order): a format that keeps
+    /// figures, not edited text, re-applies a part's earlier edits when it
+    /// edits that part again. By default, `apply_owned`.
+    fn apply_after(
+        &self,
+        session: crate::model::Session,
+        earlier: &[Edit],
+        edits: &[Edit],
+    ) -> anyhow::Result<crate::model::Session> {
+        let _ = earlier;
+        self.apply_owned(session, edits)
+    }
     /// Whether `compact` always strips historical media and drops the
     /// history the agent no longer sends, even when the session fits: true
     /// where the agent re-reads the whole store on resume (Codex replays

@@ -324,11 +324,11 @@ pub struct Part {
     pub media: Vec<Media>,
     pub tool: Option<Box<ToolCall>>,
     pub compaction: Option<Box<CompactionMarker>>,
-    /// The stored JSON text when a format keeps it: an edited part, so
-    /// further edits apply on top. Text, not a parsed tree (which takes
-    /// several times its size), boxed so a part pays 8 bytes for it.
-    /// Otherwise `None`: the format re-reads the row or line by id when it
-    /// must change it, so a session holds figures, not text.
+    /// The JSON text of a part no stored row or line holds (one an edit
+    /// added, such as a note), as it was added, so that later edits can
+    /// rebuild it; boxed, so a part pays 8 bytes for it. `None` for a stored
+    /// part: the format re-reads it by id when it must change it, so a
+    /// session holds figures, not text.
     pub raw: Option<Box<String>>,
 }
 

@@ -687,7 +687,7 @@ pub fn plan(
         }
         cur = std::borrow::Cow::Owned(match cur {
             std::borrow::Cow::Borrowed(b) => store.apply(b, &edits)?,
-            std::borrow::Cow::Owned(o) => store.apply_owned(o, &edits)?,
+            std::borrow::Cow::Owned(o) => store.apply_after(o, &plan.edits, &edits)?,
         });
         let parts_changed = edits
             .iter()
@@ -722,7 +722,7 @@ pub fn plan(
             if edits.is_empty() {
                 continue;
             }
-            let next = store.apply(&cur, &edits)?;
+            let next = store.apply_after(cur.as_ref().clone(), &plan.edits, &edits)?;
             let after = figures(&next, t, overhead, 0);
             if after.fits || n == 1 {
                 if let Some(d) = describe {

@@ -175,21 +175,33 @@ pub trait RawRows {
     fn part(&self, message_id: &str, part_id: &str) -> Result<Value>;
 }
 
-/// `s` with `edits` applied, every changed message and part re-parsed (and
-/// keeping its edited JSON, so later edits apply on top of it).
+/// `s` with `edits` applied, every changed message and part re-parsed.
 pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) -> Result<Session> {
-    apply_owned(s.clone(), edits, layout, rows)
+    apply_after(s.clone(), &[], edits, layout, rows)
 }
 
 /// [`apply`] in place, on a session the caller gives up (no copy of a huge
-/// session is made).
-pub fn apply_owned(
+/// session is made), after the `earlier` edits that session already has.
+/// An edited part keeps figures, not its edited JSON: a part edited again
+/// is re-read (or rebuilt from [`Part::raw`], for a part no row holds) and
+/// gets its earlier edits first, then the new one. A compact of a huge
+/// session truncates hundreds of thousands of tool outputs; their edited
+/// text would be held until the plan ends.
+pub fn apply_after(
     mut out: Session,
+    earlier: &[Edit],
     edits: &[Edit],
     layout: Layout,
     rows: &dyn RawRows,
 ) -> Result<Session> {
     let sid = out.id.clone();
+    // The part-level changes each part already has, in order.
+    let mut history: rustc_hash::FxHashMap<&str, Vec<&Change>> = rustc_hash::FxHashMap::default();
+    for e in earlier.iter().filter(|e| *e.session_id == *sid) {
+        if let Some(pid) = e.change.part_id() {
+            history.entry(pid).or_default().push(&e.change);
+        }
+    }
     let mut dropped = rustc_hash::FxHashSet::default();
     let index: rustc_hash::FxHashMap<String, usize> = out
         .messages
@@ -225,13 +237,18 @@ pub fn apply_owned(
                     .ok_or_else(|| anyhow!("part {part_id} not in message {}", e.message_id))?;
                 let mut raw = match &p.raw {
                     Some(r) => serde_json::from_str(r)
-                        .map_err(|err| anyhow!("part {part_id}: edited JSON: {err}"))?,
+                        .map_err(|err| anyhow!("part {part_id}: added JSON: {err}"))?,
                     None => rows.part(&e.message_id, &p.id)?,
                 };
-                edit_part(&mut raw, &e.change).map_err(|err| anyhow!("part {part_id}: {err}"))?;
-                let text = layout.serialize(&raw);
-                *p = parse_part(&p.id, raw, text.len() as u64).map_err(|err| anyhow!(err))?;
-                p.raw = Some(Box::new(text));
+                let past = history.entry(part_id.as_str()).or_default();
+                for c in past.iter().copied().chain([&e.change]) {
+                    edit_part(&mut raw, c).map_err(|err| anyhow!("part {part_id}: {err}"))?;
+                }
+                past.push(&e.change);
+                let bytes = layout.serialize(&raw).len() as u64;
+                let added = p.raw.take();
+                *p = parse_part(&p.id, raw, bytes).map_err(|err| anyhow!(err))?;
+                p.raw = added;
             }
             Change::DropMessage => {
                 dropped.insert(m.id.clone());
@@ -362,5 +379,101 @@ mod note_id_tests {
         let mut uniq = later.clone();
         uniq.dedup();
         assert_eq!(uniq.len(), later.len());
+    }
+}
+
+#[cfg(test)]
+mod apply_tests {
+    use super::*;
+    use crate::formats::opencode::parse::{parse_message, parse_part};
+    use crate::model::{Agent, Session};
+    use std::sync::Arc;
+
+    /// Rows that answer with one stored part and one stored message.
+    struct OneRow {
+        message: Value,
+        part: Value,
+    }
+    impl RawRows for OneRow {
+        fn message(&self, _: &str, _: &str) -> Result<Value> {
+            Ok(self.message.clone())
+        }
+        fn part(&self, _: &str, _: &str) -> Result<Value> {
+            Ok(self.part.clone())
+        }
+    }
+
+    fn edit(change: Change) -> Edit {
+        Edit {
+            session_id: Arc::from("ses_1"),
+            message_id: "msg_1".into(),
+            change,
+        }
+    }
+
+    /// A tool part with an inline image and a long output, edited by two
+    /// steps (strip-media, then truncate-tool-output): the second step
+    /// re-reads the row and re-applies the first step's edit, so its figures
+    /// are those of both edits, as when one call applies both.
+    #[test]
+    fn a_part_edited_again_gets_its_earlier_edits_first() {
+        let image = format!("data:image/png;base64,{}", "A".repeat(40_000));
+        let output = "x".repeat(20_000);
+        let part = json!({
+            "id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1", "type": "tool",
+            "callID": "call_1", "tool": "read",
+            "state": {"status": "completed", "input": {}, "output": output,
+                      "attachments": [{"type": "file", "mime": "image/png", "url": image}]}
+        });
+        let message = json!({"id": "msg_1", "sessionID": "ses_1", "role": "assistant",
+                             "time": {"created": 1}});
+        let rows = OneRow {
+            message: message.clone(),
+            part: part.clone(),
+        };
+        let layout = Layout::Sqlite;
+        let mut s = Session::new(Agent::Opencode, "ses_1", None, "opencode.db".into());
+        let mut m = parse_message("msg_1", message.clone(), 100, Some(1)).unwrap();
+        let bytes = layout.serialize(&part).len() as u64;
+        m.parts.push(parse_part("prt_1", part, bytes).unwrap());
+        s.messages.push(m);
+        let strip = edit(Change::StripMedia {
+            part_id: "prt_1".into(),
+            placeholder: "[image removed]".into(),
+        });
+        let cut = edit(Change::Truncate {
+            part_id: "prt_1".into(),
+            field: TextField::ToolOutput,
+            max_chars: 1_000,
+        });
+        let stripped =
+            apply_after(s.clone(), &[], std::slice::from_ref(&strip), layout, &rows).unwrap();
+        assert!(stripped.messages[0].parts[0].media.is_empty());
+        assert!(
+            stripped.messages[0].parts[0].raw.is_none(),
+            "no edited JSON kept"
+        );
+        let both_steps = apply_after(
+            stripped,
+            std::slice::from_ref(&strip),
+            std::slice::from_ref(&cut),
+            layout,
+            &rows,
+        )
+        .unwrap();
+        let one_call = apply(&s, &[strip, cut.clone()], layout, &rows).unwrap();
+        let only_cut = apply(&s, &[cut], layout, &rows).unwrap();
+        let (a, b, c) = (
+            &both_steps.messages[0].parts[0],
+            &one_call.messages[0].parts[0],
+            &only_cut.messages[0].parts[0],
+        );
+        assert_eq!(a.payload_bytes, b.payload_bytes);
+        assert_eq!(a.model_chars, b.model_chars);
+        assert!(a.media.is_empty());
+        assert!(a.payload_bytes < 5_000, "{} bytes", a.payload_bytes);
+        // Without the earlier edit, the image would still be there.
+        assert_eq!(c.media.len(), 1);
+        assert!(c.payload_bytes > 40_000);
     }
 }

@@ -269,7 +269,16 @@ impl Applier for LegacyStore {
         edit::apply(session, edits, Layout::Legacy, &TreeRows(&self.path))
     }
     fn apply_owned(&self, session: Session, edits: &[Edit]) -> Result<Session> {
-        edit::apply_owned(session, edits, Layout::Legacy, &TreeRows(&self.path))
+        self.apply_after(session, &[], edits)
+    }
+    fn apply_after(&self, session: Session, earlier: &[Edit], edits: &[Edit]) -> Result<Session> {
+        edit::apply_after(
+            session,
+            earlier,
+            edits,
+            Layout::Legacy,
+            &TreeRows(&self.path),
+        )
     }
 }
 

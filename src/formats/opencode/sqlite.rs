@@ -302,8 +302,17 @@ impl Applier for SqliteStore {
         edit::apply(session, edits, Layout::Sqlite, &DbRows(&conn, &self.path))
     }
     fn apply_owned(&self, session: Session, edits: &[Edit]) -> Result<Session> {
+        self.apply_after(session, &[], edits)
+    }
+    fn apply_after(&self, session: Session, earlier: &[Edit], edits: &[Edit]) -> Result<Session> {
         let conn = self.conn()?;
-        edit::apply_owned(session, edits, Layout::Sqlite, &DbRows(&conn, &self.path))
+        edit::apply_after(
+            session,
+            earlier,
+            edits,
+            Layout::Sqlite,
+            &DbRows(&conn, &self.path),
+        )
     }
 }
 
