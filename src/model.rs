@@ -153,7 +153,12 @@ impl Usage {
         self.overflow_count() == 0 && self.reasoning == 0
     }
 
-    /// Field-wise sum.
+    /// The usage as [`Message::usage`] stores it: `None` for
+    /// [`Usage::default`] (a stored total of 0 is kept).
+    pub fn boxed(self) -> Option<Box<Usage>> {
+        (self != Usage::default()).then(|| Box::new(self))
+    }
+
     /// Field-wise sum, saturating (a corrupt store may hold `u64::MAX`).
     pub fn add(&mut self, o: &Usage) {
         self.input = self.input.saturating_add(o.input);
@@ -407,7 +412,10 @@ pub struct Message {
     pub summary: bool,
     /// Finish reason as stored (`stop`, `tool-calls`, ...), if any.
     pub finish: Option<Sym>,
-    pub usage: Usage,
+    /// The usage stored on the message ([`Message::usage`]): `None` when
+    /// it is all zero (most messages of a huge session), so a message pays
+    /// 8 bytes for it, not 56. Set through [`Message::set_usage`].
+    pub usage: Option<Box<Usage>>,
     /// `provider/model` this message was sent to or written for.
     pub model: Option<Sym>,
     /// Bytes stored for the message row or file itself, parts excluded.
@@ -444,6 +452,25 @@ impl Rare {
 }
 
 impl Message {
+    /// The usage stored on the message (all zero when it stores none).
+    pub fn usage(&self) -> &Usage {
+        static NONE: Usage = Usage {
+            input: 0,
+            output: 0,
+            reasoning: 0,
+            cache_read: 0,
+            cache_write: 0,
+            total: None,
+        };
+        self.usage.as_deref().unwrap_or(&NONE)
+    }
+
+    /// Stores `u` as the message's usage (boxed only when it is not
+    /// [`Usage::default`]: a stored total of 0 is kept).
+    pub fn set_usage(&mut self, u: Usage) {
+        self.usage = u.boxed();
+    }
+
     /// The compaction marker when this is a compaction request message.
     pub fn compaction(&self) -> Option<&CompactionMarker> {
         self.parts.iter().find_map(|p| p.compaction.as_deref())
@@ -777,7 +804,7 @@ impl Session {
         for (i, m) in self.messages.iter().enumerate() {
             match m.response_id {
                 Some(r) if last.get(&r) != Some(&i) => {}
-                _ => u.add(&m.usage),
+                _ => u.add(m.usage()),
             }
         }
         u.add(&self.session_usage);
@@ -798,8 +825,10 @@ impl Session {
         self.messages
             .iter()
             .rev()
-            .find(|m| m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage.is_zero())
-            .map(|m| m.usage.overflow_count())
+            .find(|m| {
+                m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage().is_zero()
+            })
+            .map(|m| m.usage().overflow_count())
     }
 
     /// `provider/model` the session resumes with: the newest user message's

@@ -31,7 +31,7 @@ pub fn next_turn(s: &crate::model::Session, overhead: Option<u64>) -> NextTurn {
     let wire_bytes = s.visible.iter().map(|&i| s.messages[i].wire_bytes()).sum();
     let last = s.visible.iter().rposition(|&i| {
         let m = &s.messages[i];
-        m.role == Role::Assistant && !m.summary && !m.usage.is_zero()
+        m.role == Role::Assistant && !m.summary && !m.usage().is_zero()
     });
     // A count reported before `session-doctor compact` cut, stripped or
     // removed something it counted is about another history: it is not used
@@ -43,14 +43,14 @@ pub fn next_turn(s: &crate::model::Session, overhead: Option<u64>) -> NextTurn {
     };
     let last = last.filter(|&k| !rewritten_before(k));
     let derived = last.map(|k| {
-        let reported = s.messages[s.visible[k]].usage.overflow_count();
+        let reported = s.messages[s.visible[k]].usage().overflow_count();
         reported.saturating_sub(est[..=k].iter().sum())
     });
     let stale = derived.is_none()
         && overhead.is_none()
         && s.visible.iter().any(|&i| {
             let m = &s.messages[i];
-            m.role == Role::Assistant && !m.summary && !m.usage.is_zero()
+            m.role == Role::Assistant && !m.summary && !m.usage().is_zero()
         });
     let overhead_tokens = overhead
         .or(derived)
@@ -75,8 +75,8 @@ fn first_overhead(s: &crate::model::Session) -> Option<u64> {
             return None;
         }
         est = est.saturating_add(m.tokens_estimated());
-        if m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage.is_zero() {
-            return Some(m.usage.overflow_count().saturating_sub(est));
+        if m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage().is_zero() {
+            return Some(m.usage().overflow_count().saturating_sub(est));
         }
     }
     None
@@ -89,11 +89,11 @@ fn first_overhead(s: &crate::model::Session) -> Option<u64> {
 pub fn agent_overhead(s: &crate::model::Session) -> u64 {
     use crate::model::Role;
     let has_usage = |m: &crate::model::Message| {
-        m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage.is_zero()
+        m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage().is_zero()
     };
     let first = s.messages.iter().position(has_usage).map(|a| {
         let est: u64 = s.messages[..=a].iter().map(|m| m.tokens_estimated()).sum();
-        s.messages[a].usage.overflow_count().saturating_sub(est)
+        s.messages[a].usage().overflow_count().saturating_sub(est)
     });
     let last = next_turn(s, None);
     match (first, last.reported) {

@@ -96,7 +96,7 @@ pub fn chains(s: &Session) -> Vec<Chain> {
                 .iter()
                 .rev()
                 .find(|m| counts(m))
-                .map(|m| m.usage.overflow_count())
+                .map(|m| m.usage().overflow_count())
                 .unwrap_or(0)
         });
         let chain = cur.get_or_insert_with(Chain::default);
@@ -113,7 +113,7 @@ pub fn chains(s: &Session) -> Vec<Chain> {
             } else {
                 let progressed = s.messages[pc + 1..c]
                     .iter()
-                    .any(|m| counts(m) && (m.usage.overflow_count() as f64) < limit);
+                    .any(|m| counts(m) && (m.usage().overflow_count() as f64) < limit);
                 !progressed && trigger as f64 > limit
             };
             if stalled && !own_stall {

@@ -33,13 +33,13 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
         }
     };
     for m in &s.messages {
-        if !m.usage.is_zero() {
+        if !m.usage().is_zero() {
             let what = if m.role == Role::Assistant {
                 "context of a model call"
             } else {
                 "usage record"
             };
-            note(what, m.usage.overflow_count(), &m.id);
+            note(what, m.usage().overflow_count(), &m.id);
         }
         if let Some(c) = m.compaction() {
             if let Some(t) = c.trigger_tokens {

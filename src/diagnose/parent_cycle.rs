@@ -121,7 +121,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Agent, Message, Role, Usage};
+    use crate::model::{Agent, Message, Role};
 
     fn msg(id: &str, parent: Option<&str>) -> Message {
         Message {
@@ -136,7 +136,7 @@ mod tests {
             time_completed: None,
             summary: false,
             finish: None,
-            usage: Usage::default(),
+            usage: None,
             model: None,
             info_bytes: 0,
             parts: Vec::new(),

@@ -52,8 +52,8 @@ pub fn judge(s: &Session, i: usize, by_tokens: bool) -> Judged {
     let reported = s.messages[..i]
         .iter()
         .rev()
-        .find(|m| m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage.is_zero())
-        .map(|m| m.usage.overflow_count())
+        .find(|m| m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage().is_zero())
+        .map(|m| m.usage().overflow_count())
         .unwrap_or(0);
     let failed_tokens = failed_tokens.max(reported);
     let next = crate::sizing::next_turn(s, None);

@@ -176,7 +176,7 @@ impl MessageRows {
                 media_bytes: m.media_bytes(),
                 media_count: m.media_count(),
                 tokens_estimated: m.tokens_estimated(),
-                tokens_reported: m.usage,
+                tokens_reported: *m.usage(),
                 parts: m.parts.iter().map(|p| part_row(&m.id, p)).collect(),
                 flags: flags(m, visible),
             }

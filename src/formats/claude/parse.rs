@@ -714,7 +714,7 @@ pub(crate) fn parse_fields(
         time_completed: (kind == "assistant").then_some(time_created),
         summary: rbool(v.compact_summary),
         finish,
-        usage,
+        usage: usage.boxed(),
         model: model_name
             .filter(|m| !synthetic_reply && !m.is_empty())
             .map(|m| sym(&format!("anthropic/{m}"))),

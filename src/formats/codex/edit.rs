@@ -385,7 +385,7 @@ fn carry(old: &[Message], new: &mut [Message]) {
         let Some(o) = old.iter().find(|o| o.id == m.id) else {
             continue;
         };
-        m.usage = o.usage;
+        m.usage = o.usage.clone();
         m.finish = o.finish.clone();
         m.summary = o.summary;
         m.model = o.model.clone();

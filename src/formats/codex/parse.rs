@@ -194,7 +194,7 @@ fn message(id: &str, role: Role, line: LineRef, time: i64) -> Message {
         time_completed: None,
         summary: false,
         finish: None,
-        usage: Usage::default(),
+        usage: None,
         model: None,
         info_bytes: 0,
         parts: Vec::new(),
@@ -1105,12 +1105,12 @@ impl Loader {
                 match self.candidate.take() {
                     Some(c) => {
                         let owner = &mut self.s.messages[c];
-                        owner.usage = u;
+                        owner.set_usage(u);
                         if owner.role == Role::Assistant {
                             owner.finish = Some("completed".into());
                         }
                     }
-                    None => m.usage = u,
+                    None => m.set_usage(u),
                 }
             } else if u.input == 0
                 && u.cache_read == 0
@@ -1119,10 +1119,10 @@ impl Loader {
                 && u.total.unwrap_or(0) > 0
             {
                 self.estimates += 1;
-                m.usage = Usage {
+                m.set_usage(Usage {
                     total: u.total,
                     ..Default::default()
-                };
+                });
             }
         }
         self.push(m);
@@ -1150,15 +1150,15 @@ impl Loader {
             for m in s
                 .messages
                 .iter()
-                .filter(|m| m.summary && !m.usage.is_zero())
+                .filter(|m| m.summary && !m.usage().is_zero())
             {
-                if m.usage
+                if m.usage()
                     .input
-                    .saturating_add(m.usage.cache_read)
-                    .saturating_add(m.usage.output)
+                    .saturating_add(m.usage().cache_read)
+                    .saturating_add(m.usage().output)
                     > 0
                 {
-                    sum.add(&m.usage);
+                    sum.add(m.usage());
                     n += 1;
                 }
             }

@@ -620,7 +620,7 @@ pub fn message_item(
         time_completed: created,
         summary: false,
         finish,
-        usage,
+        usage: usage.boxed(),
         model: if role == MsgRole::Assistant {
             str_at(v, "model").and_then(model_name)
         } else {
@@ -655,7 +655,7 @@ pub fn bare(id: &str, role: &str, time: i64, info_bytes: u64) -> Message {
         time_completed: None,
         summary: false,
         finish: None,
-        usage: Usage::default(),
+        usage: None,
         model: None,
         info_bytes,
         parts: Vec::new(),
@@ -675,7 +675,7 @@ pub fn summary_item(item: &RawItem, time: i64) -> std::result::Result<(Message, 
         usage_of(&u)
     };
     let mut m = bare(&item.id, "summary", time, item.usage_json.len() as u64);
-    m.usage = usage;
+    m.set_usage(usage);
     m.model = model_name(&item.model);
     let text = item.summary_text.as_str();
     let doctor = item.model == DOCTOR_MODEL;

@@ -584,7 +584,7 @@ fn marker_message(id: String, time: i64, p: Part) -> Message {
         time_completed: None,
         summary: false,
         finish: None,
-        usage: Usage::default(),
+        usage: None,
         model: None,
         info_bytes: 0,
         parts: vec![p],
@@ -1004,7 +1004,7 @@ pub fn parse_row(
         time_completed: (role == Role::Assistant).then_some(time),
         summary,
         finish: row.finish_reason.as_deref().map(sym),
-        usage: Usage::default(),
+        usage: None,
         model: matches!(role, Role::User | Role::Assistant)
             .then(|| model.cloned())
             .flatten(),

@@ -101,7 +101,7 @@ pub(crate) fn parse_message(
             ..Default::default()
         }
         .boxed(),
-        usage,
+        usage: usage.boxed(),
         model,
         info_bytes,
         parts: Vec::new(),
