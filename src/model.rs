@@ -884,3 +884,57 @@ impl Session {
         self.messages.iter().map(|m| m.parts.len()).sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A huge session holds one `Message` per stored line (2.4 million for
+    /// the 1 GB Codex rollout of benches/) and one `Part` per content item:
+    /// their sizes are memory. Boxing what few messages set keeps them here.
+    #[test]
+    fn messages_and_parts_stay_small() {
+        let (message, part) = (std::mem::size_of::<Message>(), std::mem::size_of::<Part>());
+        assert!(message <= 240, "Message is {message} bytes");
+        assert!(part <= 120, "Part is {part} bytes");
+        assert_eq!(std::mem::size_of::<Option<Box<Usage>>>(), 8);
+    }
+
+    /// An all-zero usage is not boxed; a stored total of 0 is (Codex tells
+    /// a reported 0 from none).
+    #[test]
+    fn set_usage_boxes_only_what_is_not_the_default() {
+        let mut m = Message {
+            id: "m".into(),
+            role: Role::Assistant,
+            parent_id: None,
+            line: None,
+            sidechain: false,
+            parent_optional: false,
+            response_id: None,
+            time_created: 0,
+            time_completed: None,
+            summary: false,
+            finish: None,
+            usage: None,
+            model: None,
+            info_bytes: 0,
+            parts: Vec::new(),
+            rare: None,
+        };
+        m.set_usage(Usage::default());
+        assert!(m.usage.is_none());
+        assert_eq!(*m.usage(), Usage::default());
+        m.set_usage(Usage {
+            total: Some(0),
+            ..Usage::default()
+        });
+        assert_eq!(m.usage().total, Some(0));
+        m.set_usage(Usage {
+            input: 7,
+            ..Usage::default()
+        });
+        assert_eq!(m.usage().input, 7);
+        assert_eq!(m.usage().overflow_count(), 7);
+    }
+}
