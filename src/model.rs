@@ -452,6 +452,30 @@ impl Rare {
 }
 
 impl Message {
+    /// A message `id` of `role` with nothing else: no parent, line, parts,
+    /// usage or model; every flag false; times and sizes 0. Loaders fill in
+    /// what their format stores.
+    pub fn new(id: impl Into<String>, role: Role) -> Message {
+        Message {
+            id: id.into(),
+            role,
+            parent_id: None,
+            line: None,
+            sidechain: false,
+            parent_optional: false,
+            response_id: None,
+            time_created: 0,
+            time_completed: None,
+            summary: false,
+            finish: None,
+            usage: None,
+            model: None,
+            info_bytes: 0,
+            parts: Vec::new(),
+            rare: None,
+        }
+    }
+
     /// The usage stored on the message (all zero when it stores none).
     pub fn usage(&self) -> &Usage {
         static NONE: Usage = Usage {
@@ -904,24 +928,7 @@ mod tests {
     /// a reported 0 from none).
     #[test]
     fn set_usage_boxes_only_what_is_not_the_default() {
-        let mut m = Message {
-            id: "m".into(),
-            role: Role::Assistant,
-            parent_id: None,
-            line: None,
-            sidechain: false,
-            parent_optional: false,
-            response_id: None,
-            time_created: 0,
-            time_completed: None,
-            summary: false,
-            finish: None,
-            usage: None,
-            model: None,
-            info_bytes: 0,
-            parts: Vec::new(),
-            rare: None,
-        };
+        let mut m = Message::new("m", Role::Assistant);
         m.set_usage(Usage::default());
         assert!(m.usage.is_none());
         assert_eq!(*m.usage(), Usage::default());

@@ -125,22 +125,8 @@ mod tests {
 
     fn msg(id: &str, parent: Option<&str>) -> Message {
         Message {
-            id: id.into(),
-            role: Role::User,
             parent_id: parent.map(str::to_string),
-            line: None,
-            sidechain: false,
-            parent_optional: false,
-            response_id: None,
-            time_created: 0,
-            time_completed: None,
-            summary: false,
-            finish: None,
-            usage: None,
-            model: None,
-            info_bytes: 0,
-            parts: Vec::new(),
-            rare: None,
+            ..Message::new(id, Role::User)
         }
     }
 

@@ -183,22 +183,9 @@ fn part(id: String, _message_id: &str, kind: PartKind, kind_name: &str, bytes: u
 
 fn message(id: &str, role: Role, line: LineRef, time: i64) -> Message {
     Message {
-        id: id.to_string(),
-        role,
-        parent_id: None,
         line: Some(line),
-        sidechain: false,
-        parent_optional: false,
-        response_id: None,
         time_created: time,
-        time_completed: None,
-        summary: false,
-        finish: None,
-        usage: None,
-        model: None,
-        info_bytes: 0,
-        parts: Vec::new(),
-        rare: None,
+        ..Message::new(id, role)
     }
 }
 

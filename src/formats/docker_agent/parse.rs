@@ -644,22 +644,9 @@ pub fn message_item(
 /// other item types).
 pub fn bare(id: &str, role: &str, time: i64, info_bytes: u64) -> Message {
     Message {
-        id: id.to_string(),
-        role: Role::Other(sym(role)),
-        parent_id: None,
-        line: None,
-        sidechain: false,
-        parent_optional: false,
-        response_id: None,
         time_created: time,
-        time_completed: None,
-        summary: false,
-        finish: None,
-        usage: None,
-        model: None,
         info_bytes,
-        parts: Vec::new(),
-        rare: None,
+        ..Message::new(id, Role::Other(sym(role)))
     }
 }
 

@@ -573,22 +573,10 @@ pub fn in_place_marker(sid: &str, first_row: &str, time: i64) -> Message {
 
 fn marker_message(id: String, time: i64, p: Part) -> Message {
     Message {
-        id,
-        role: Role::Other(sym("compression")),
-        parent_id: None,
-        line: None,
-        sidechain: false,
         parent_optional: true,
-        response_id: None,
         time_created: time,
-        time_completed: None,
-        summary: false,
-        finish: None,
-        usage: None,
-        model: None,
-        info_bytes: 0,
         parts: vec![p],
-        rare: None,
+        ..Message::new(id, Role::Other(sym("compression")))
     }
 }
 
