@@ -746,3 +746,38 @@ pub fn plan(
     }
     Ok(plan)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Agent, Message};
+
+    fn session(ids: &[&str]) -> Session {
+        let mut s = Session::new(Agent::Codex, "s", None, "x".into());
+        s.messages = ids.iter().map(|id| Message::new(*id, Role::User)).collect();
+        s
+    }
+
+    /// The cut skips its sets of every id only when no id repeats.
+    #[test]
+    fn ids_unique_tells_a_repeated_id() {
+        assert!(ids_unique(&session(&[])));
+        assert!(ids_unique(&session(&["L1", "L2", "L3"])));
+        assert!(!ids_unique(&session(&["L1", "L2", "L1"])));
+    }
+
+    /// A plan that already has edits gets a step's edits after them, in order.
+    #[test]
+    fn append_keeps_the_order_of_steps() {
+        let e = |id: &str| Edit {
+            session_id: Arc::from("s"),
+            message_id: id.into(),
+            change: Change::DropMessage,
+        };
+        let mut all = Vec::new();
+        append(&mut all, vec![e("a")]);
+        append(&mut all, vec![e("b"), e("c")]);
+        let ids: Vec<&str> = all.iter().map(|x| x.message_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+    }
+}

@@ -364,3 +364,61 @@ pub(super) fn attach(session: &mut Session, attached: Attached) {
     session.duplicate_ids.extend(repeated);
     session.visible = visible_view(&session.messages);
 }
+
+#[cfg(test)]
+mod part_sink_tests {
+    use super::*;
+
+    fn part(id: &str) -> Part {
+        Part::empty(id.to_string(), PartKind::Text, "text")
+    }
+
+    /// Parts read in id order go under their message; a repeated part id is
+    /// a duplicate (kept, as the agent would read both), a part of a missing
+    /// message an orphan, and a repeated message id a duplicate too.
+    #[test]
+    fn parts_go_under_their_messages_as_they_are_read() {
+        let mut s = Session::new(Agent::Opencode, "ses_1", None, "opencode.db".into());
+        s.messages = vec![
+            Message {
+                time_created: 2,
+                ..Message::new("msg_b", Role::Assistant)
+            },
+            Message {
+                time_created: 1,
+                ..Message::new("msg_a", Role::User)
+            },
+            Message {
+                time_created: 3,
+                ..Message::new("msg_a", Role::User)
+            },
+        ];
+        sort_messages(&mut s);
+        let ids: Vec<&str> = s.messages.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["msg_a", "msg_b", "msg_a"]);
+        let mut sink = PartSink::new(&s.messages);
+        sink.add("msg_a".into(), part("prt_1"));
+        sink.add("msg_b".into(), part("prt_2"));
+        sink.add("msg_b".into(), part("prt_2"));
+        sink.add("msg_gone".into(), part("prt_3"));
+        let attached = sink.finish();
+        attach(&mut s, attached);
+        let parts =
+            |i: usize| -> Vec<&str> { s.messages[i].parts.iter().map(|p| p.id.as_str()).collect() };
+        // The first copy of a repeated message id gets its parts.
+        assert_eq!(parts(0), ["prt_1"]);
+        assert_eq!(parts(1), ["prt_2", "prt_2"]);
+        assert!(parts(2).is_empty());
+        assert_eq!(s.orphan_parts.len(), 1);
+        assert_eq!(s.orphan_parts[0].message_id, "msg_gone");
+        let dups: Vec<(&str, &str)> = s
+            .duplicate_ids
+            .iter()
+            .map(|d| (d.id.as_str(), d.place.as_str()))
+            .collect();
+        assert_eq!(
+            dups,
+            [("prt_2", "part of message msg_b"), ("msg_a", "message")]
+        );
+    }
+}
