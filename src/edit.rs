@@ -166,6 +166,102 @@ pub struct StoredChange {
     pub field: std::borrow::Cow<'static, str>,
     pub old: serde_json::Value,
     pub new: serde_json::Value,
+    /// Set when this one change stands for a run of consecutive stored lines
+    /// dropped together ([`LineRun`]); `message_id` is then the run's first
+    /// message. Boxed: most changes are not runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<Box<LineRun>>,
+}
+
+impl StoredChange {
+    /// How many edits this change stands for: the lines of its run, else 1.
+    pub fn edits(&self) -> usize {
+        self.run.as_ref().map_or(1, |r| r.lines as usize)
+    }
+}
+
+/// How many edits `changes` stand for ([`StoredChange::edits`]): what reports
+/// count as changes, so that a run of dropped lines counts its lines and the
+/// count is the one a copy's row gives.
+pub fn edits_of(changes: &[StoredChange]) -> usize {
+    changes.iter().map(StoredChange::edits).sum()
+}
+
+/// Consecutive whole lines of one file dropped together, described as one
+/// [`StoredChange`]: a history cut of a huge rollout drops millions of lines,
+/// and one change per line made the change list (held until the report is
+/// written) larger than the session itself.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LineRun {
+    /// Id of the run's last message (its first is the change's `message_id`).
+    pub last_message_id: String,
+    /// First and last line numbers of the run (1-based, inclusive).
+    pub first_line: u64,
+    pub last_line: u64,
+    /// Lines in the run (`last_line - first_line + 1`).
+    pub lines: u64,
+    /// Bytes of those lines, newlines included.
+    pub bytes: u64,
+}
+
+/// Groups `edits` (in order) into what [`StoredChange`]s describe: a single
+/// edit, or a run of two or more [`Change::DropMessage`] edits of messages
+/// that each fill a whole stored line of their own (`whole_line` gives that
+/// line), the lines consecutive in one file. `emit` gets each single edit
+/// with `None`, each run's first edit with the run, in the edits' order.
+pub fn describe_runs(
+    edits: &[Edit],
+    whole_line: impl Fn(&Edit) -> Option<crate::model::LineRef>,
+    mut emit: impl FnMut(&Edit, Option<LineRun>),
+) {
+    /// A run being gathered: its first edit, its last line, its figures.
+    type Pending = Option<(usize, crate::model::LineRef, LineRun)>;
+    let flush =
+        |pending: &mut Pending, end: usize, emit: &mut dyn FnMut(&Edit, Option<LineRun>)| {
+            if let Some((first, _, mut run)) = pending.take() {
+                if run.lines == 1 {
+                    emit(&edits[first], None);
+                } else {
+                    run.last_message_id = edits[end - 1].message_id.clone();
+                    emit(&edits[first], Some(run));
+                }
+            }
+        };
+    let mut pending: Pending = None;
+    for (i, e) in edits.iter().enumerate() {
+        let line = match e.change {
+            Change::DropMessage => whole_line(e),
+            _ => None,
+        };
+        let Some(l) = line else {
+            flush(&mut pending, i, &mut emit);
+            emit(e, None);
+            continue;
+        };
+        match &mut pending {
+            Some((_, last, run)) if last.file == l.file && l.line == last.line + 1 => {
+                *last = l;
+                run.last_line = l.line;
+                run.lines += 1;
+                run.bytes = run.bytes.saturating_add(l.bytes);
+            }
+            _ => {
+                flush(&mut pending, i, &mut emit);
+                pending = Some((
+                    i,
+                    l,
+                    LineRun {
+                        last_message_id: String::new(),
+                        first_line: l.line,
+                        last_line: l.line,
+                        lines: 1,
+                        bytes: l.bytes,
+                    },
+                ));
+            }
+        }
+    }
+    flush(&mut pending, edits.len(), &mut emit);
 }
 
 /// What a treatment needs from the format that owns a session: the session
@@ -215,5 +311,84 @@ pub trait Applier {
     /// resends what its last compaction left out (docker-agent).
     fn cuts_with_summary(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::LineRef;
+
+    fn drop(id: &str) -> Edit {
+        Edit {
+            session_id: "s".into(),
+            message_id: id.into(),
+            change: Change::DropMessage,
+        }
+    }
+
+    /// What [`describe_runs`] emits for `edits` whose messages sit on the
+    /// lines `lines` gives (id -> (file, line)): `id` for a single edit,
+    /// `first..last (lines, bytes)` for a run.
+    fn runs(edits: &[Edit], lines: &[(&str, usize, u64)]) -> Vec<String> {
+        let mut out = Vec::new();
+        describe_runs(
+            edits,
+            |e| {
+                lines
+                    .iter()
+                    .find(|(id, ..)| *id == e.message_id)
+                    .map(|&(_, file, line)| LineRef {
+                        file,
+                        line,
+                        offset: 0,
+                        bytes: line * 100,
+                    })
+            },
+            |e, run| {
+                out.push(match run {
+                    None => e.message_id.clone(),
+                    Some(r) => {
+                        assert_eq!(r.lines, r.last_line - r.first_line + 1);
+                        format!(
+                            "{}..{} ({}, {})",
+                            e.message_id, r.last_message_id, r.lines, r.bytes
+                        )
+                    }
+                })
+            },
+        );
+        out
+    }
+
+    #[test]
+    fn consecutive_whole_lines_dropped_together_are_one_run() {
+        let lines = [
+            ("a", 0, 1),
+            ("b", 0, 2),
+            ("c", 0, 3),
+            ("d", 0, 5),
+            ("e", 1, 6),
+            ("f", 1, 7),
+            ("g", 1, 8),
+        ];
+        let mut edits: Vec<Edit> = ["a", "b", "c", "d", "e", "f"].map(drop).to_vec();
+        // A gap (4), another file (e), then a change that is not a drop.
+        edits.push(Edit {
+            change: Change::AddNote { text: "n".into() },
+            ..drop("g")
+        });
+        edits.push(drop("g"));
+        edits.push(drop("no-line"));
+        assert_eq!(
+            runs(&edits, &lines),
+            ["a..c (3, 600)", "d", "e..f (2, 1300)", "g", "g", "no-line"]
+        );
+        // A single line is described as before; nothing is lost at the end.
+        assert_eq!(runs(&[drop("d")], &lines), ["d"]);
+        assert_eq!(runs(&[drop("b"), drop("c")], &lines), ["b..c (2, 500)"]);
+        assert!(runs(&[], &lines).is_empty());
+        // Out of order: no run.
+        assert_eq!(runs(&[drop("b"), drop("a")], &lines), ["b", "a"]);
     }
 }

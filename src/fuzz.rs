@@ -627,7 +627,20 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
                     s.id
                 ),
             };
-            assert_eq!(p.changes.len(), p.edits.len(), "one change per edit");
+            // One change per edit, or per run of whole lines dropped
+            // together: the run names its first and last edit's messages.
+            let mut k = 0;
+            for c in &p.changes {
+                let n = c.run.as_ref().map_or(1, |r| r.lines as usize);
+                assert_eq!(c.message_id, p.edits[k].message_id, "change {k}");
+                if let Some(r) = &c.run {
+                    assert!(n >= 2, "a run of {n} line");
+                    assert_eq!(r.last_line - r.first_line + 1, r.lines);
+                    assert_eq!(r.last_message_id, p.edits[k + n - 1].message_id);
+                }
+                k += n;
+            }
+            assert_eq!(k, p.edits.len(), "one change per edit or run");
             p.fits.then_some(p.edits)
         });
         if !write {

@@ -652,6 +652,28 @@ impl<'a> Lookup<'a> {
         self.messages.get(id).map(|&i| &self.session.messages[i])
     }
 
+    /// The stored line message `id` fills on its own: `None` when it has no
+    /// line (rows, files), shares its line with a neighbour (Codex: the
+    /// items of a `compacted` line's `replacement_history`), or its id is
+    /// stored more than once (which copy a change means is then not one line).
+    pub fn whole_line(&self, id: &str) -> Option<LineRef> {
+        let i = *self.messages.get(id)?;
+        let ms = &self.session.messages;
+        let l = ms[i].line?;
+        let same = |j: usize| {
+            ms.get(j)
+                .and_then(|m| m.line)
+                .is_some_and(|o| o.file == l.file && o.line == l.line)
+        };
+        if (i > 0 && same(i - 1)) || same(i + 1) {
+            return None;
+        }
+        if self.session.duplicate_ids.iter().any(|d| d.id == id) {
+            return None;
+        }
+        Some(l)
+    }
+
     /// The first copy of part `id`.
     pub fn part(&self, id: &str) -> Option<&'a Part> {
         let parts = self.parts.get_or_init(|| {
@@ -943,5 +965,46 @@ mod tests {
         });
         assert_eq!(m.usage().input, 7);
         assert_eq!(m.usage().overflow_count(), 7);
+    }
+
+    /// A message fills a whole line only when no neighbour shares it and its
+    /// id is stored once.
+    #[test]
+    fn whole_line_is_a_line_no_other_message_shares() {
+        let at = |id: &str, file: usize, line: u64| {
+            let mut m = Message::new(id, Role::User);
+            m.line = Some(LineRef {
+                file,
+                line,
+                offset: line * 10,
+                bytes: 10,
+            });
+            m
+        };
+        let mut s = Session::new(Agent::Codex, "s", None, "x".into());
+        s.messages = vec![
+            at("L1", 0, 1),
+            at("L2.rh0", 0, 2),
+            at("L2", 0, 2),
+            at("L3", 0, 3),
+            at("a", 1, 3),
+            Message::new("row", Role::User),
+            at("dup", 0, 4),
+        ];
+        s.duplicate_ids.push(DuplicateId {
+            id: "dup".into(),
+            place: "line 5".into(),
+            same_content: true,
+        });
+        let ix = s.lookup();
+        let line = |id: &str| ix.whole_line(id).map(|l| (l.file, l.line));
+        assert_eq!(line("L1"), Some((0, 1)));
+        assert_eq!(line("L2.rh0"), None, "shares line 2 with L2");
+        assert_eq!(line("L2"), None, "shares line 2 with L2.rh0");
+        assert_eq!(line("L3"), Some((0, 3)));
+        assert_eq!(line("a"), Some((1, 3)), "same number, another file");
+        assert_eq!(line("row"), None, "no line");
+        assert_eq!(line("dup"), None, "stored twice");
+        assert_eq!(line("missing"), None);
     }
 }

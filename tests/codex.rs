@@ -461,6 +461,72 @@ fn compact_keeps_session_meta_the_newest_compacted_line_and_what_follows() {
     assert_eq!(row["context_tokens"], 7079);
 }
 
+/// Issue 8: a history cut is described as runs of consecutive dropped
+/// lines, one change each (a 1 GB rollout's cut was 2.4 million changes),
+/// and the runs name exactly the lines the copy no longer holds.
+#[test]
+fn issue8_a_cut_is_described_as_runs_of_the_lines_the_copy_drops() {
+    let src = rollout(&gen("noprogress"));
+    let out = tempfile::tempdir().unwrap();
+    let doc = run_json(&[
+        "compact",
+        gen("noprogress").to_str().unwrap(),
+        "--session",
+        NOPROGRESS,
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let orig = lines(&src);
+    let mut dropped = std::collections::BTreeSet::new();
+    let mut runs = 0;
+    let mut stands_for = 0;
+    for c in doc["changes"].as_array().unwrap() {
+        if c["field"] != "line" {
+            stands_for += 1;
+            continue;
+        }
+        assert!(c["new"].is_null(), "{c:#}");
+        let first: u64 = c["message_id"].as_str().unwrap()[1..].parse().unwrap();
+        match c.get("run") {
+            None => {
+                stands_for += 1;
+                dropped.insert(first);
+            }
+            Some(r) => {
+                runs += 1;
+                let (a, b) = (
+                    r["first_line"].as_u64().unwrap(),
+                    r["last_line"].as_u64().unwrap(),
+                );
+                assert_eq!(a, first, "{c:#}");
+                assert_eq!(r["last_message_id"], format!("L{b}"));
+                assert_eq!(r["lines"], b - a + 1);
+                assert!(b > a, "a run is two lines or more: {c:#}");
+                let bytes: usize = (a..=b).map(|n| orig[n as usize - 1].len() + 1).sum();
+                assert_eq!(r["bytes"], bytes as u64, "{c:#}");
+                stands_for += b - a + 1;
+                dropped.extend(a..=b);
+            }
+        }
+    }
+    assert!(runs >= 1, "{doc:#}");
+    // Every edit of the plan is one change or inside one run.
+    let edits: u64 = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["edits"].as_u64().unwrap())
+        .sum();
+    assert_eq!(stands_for, edits);
+    // The copy keeps session_meta and lines 136 on (136 rewritten): 2 to 135 go.
+    assert_eq!(dropped, (2..=135).collect());
+    let copy = out
+        .path()
+        .join("sessions/2026/11/22")
+        .join(src.file_name().unwrap());
+    assert_eq!(lines(&copy).len(), orig.len() - dropped.len());
+}
+
 #[test]
 fn compact_strips_historical_images_and_keeps_one_copy() {
     let dir = cx("derived-image");

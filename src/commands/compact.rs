@@ -90,8 +90,7 @@ pub(crate) fn plan_session(
     let session_id = session.id.clone();
     let c = store.copier();
     let describe = |s: &crate::model::Session, edits: &[Edit], out: &mut Vec<StoredChange>| {
-        let ix = s.lookup();
-        out.extend(edits.iter().map(|e| c.describe(&ix, e)));
+        c.describe_into(s, edits, out)
     };
     let plan = crate::treat::compact::plan(
         c,

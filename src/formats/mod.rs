@@ -83,8 +83,37 @@ pub trait Copier: Applier + Send + Sync {
     fn describe(&self, ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange;
     /// [`Copier::describe`] for every edit.
     fn describe_all(&self, session: &Session, edits: &[Edit]) -> Vec<StoredChange> {
+        let mut out = Vec::with_capacity(edits.len());
+        self.describe_into(session, edits, &mut out);
+        out
+    }
+    /// [`Copier::describe`] for every edit, appended to `out`, except that
+    /// two or more consecutive whole lines dropped together are one change
+    /// ([`crate::edit::LineRun`], field `line`): a cut of a huge rollout is
+    /// a few changes, not one per line.
+    fn describe_into(&self, session: &Session, edits: &[Edit], out: &mut Vec<StoredChange>) {
         let ix = session.lookup();
-        edits.iter().map(|e| self.describe(&ix, e)).collect()
+        crate::edit::describe_runs(
+            edits,
+            |e| ix.whole_line(&e.message_id),
+            |e, run| {
+                out.push(match run {
+                    None => self.describe(&ix, e),
+                    Some(run) => StoredChange {
+                        session_id: e.session_id.clone(),
+                        message_id: e.message_id.clone(),
+                        part_id: None,
+                        field: "line".into(),
+                        old: serde_json::Value::String(format!(
+                            "lines {}-{} ({} lines, {} bytes)",
+                            run.first_line, run.last_line, run.lines, run.bytes
+                        )),
+                        new: serde_json::Value::Null,
+                        run: Some(Box::new(run)),
+                    },
+                })
+            },
+        );
     }
     /// Writes a copy of the whole store to `dest` with `edits` applied:
     /// staged under a temporary name beside `dest`, verified, then moved into

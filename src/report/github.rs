@@ -250,7 +250,7 @@ impl Exporter for GithubExporter {
                     r.session_id,
                     r.source,
                     r.dest,
-                    r.changes.len()
+                    crate::edit::edits_of(&r.changes)
                 ),
             ));
         }

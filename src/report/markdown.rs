@@ -479,7 +479,7 @@ impl Exporter for MarkdownExporter {
             "Session {} from {}: {}; {}{}\n\n",
             code(&r.session_id),
             code(&r.source),
-            count(r.changes.len(), "change"),
+            count(crate::edit::edits_of(&r.changes), "change"),
             outcome,
             unread(problems),
         ));
@@ -561,7 +561,7 @@ impl Exporter for MarkdownExporter {
                         format!("{} → {}", r.before.tokens_next_turn, last.tokens_next_turn),
                         format!("{} → {}", r.before.request_bytes, last.request_bytes),
                         yes(r.fits),
-                        r.changes.len().to_string(),
+                        crate::edit::edits_of(&r.changes).to_string(),
                         if r.written {
                             code(&r.dest)
                         } else if let Some(why) = &r.unreachable {

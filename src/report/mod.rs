@@ -400,7 +400,8 @@ pub struct CopyTotals {
     pub copies: usize,
     /// Store copies written (0 with `--dry-run`).
     pub copies_written: usize,
-    /// Stored changes (one per changed field of a message or part).
+    /// Stored changes (one per changed field of a message or part; a run of
+    /// dropped lines counts its lines, as the copies' rows do).
     pub changes: usize,
 }
 
@@ -415,7 +416,7 @@ impl CopyTotals {
             unreachable: 0,
             copies: r.copies.len(),
             copies_written: r.copies.iter().filter(|c| c.written).count(),
-            changes: r.changes.len(),
+            changes: crate::edit::edits_of(&r.changes),
         }
     }
 
@@ -434,7 +435,10 @@ impl CopyTotals {
             unreachable: sessions.iter().filter(|s| s.unreachable.is_some()).count(),
             copies: n,
             copies_written: written,
-            changes: sessions.iter().map(|s| s.changes.len()).sum(),
+            changes: sessions
+                .iter()
+                .map(|s| crate::edit::edits_of(&s.changes))
+                .sum(),
         }
     }
 }

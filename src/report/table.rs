@@ -1419,7 +1419,7 @@ impl Exporter for TableExporter {
         if !r.changes.is_empty() {
             out.push_str(&format!(
                 "{}:\n",
-                plural(r.changes.len(), "change", "changes")
+                plural(crate::edit::edits_of(&r.changes), "change", "changes")
             ));
             out.push_str(&self.changes(&r.changes, false));
         }
@@ -1687,6 +1687,7 @@ mod tests {
             field: "line".into(),
             old: serde_json::json!(format!("line {i}: user input_text (10 bytes)")),
             new: serde_json::Value::Null,
+            run: None,
         }
     }
 

@@ -540,6 +540,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         field: field.into(),
         old,
         new,
+        run: None,
     }
 }
 

@@ -669,5 +669,6 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
         field,
         old,
         new,
+        run: None,
     }
 }
