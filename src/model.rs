@@ -813,6 +813,35 @@ impl Session {
         self.messages.iter().position(|m| m.id == id)
     }
 
+    /// Whether any message names a parent (Codex and hermes-agent store
+    /// none): rules that follow parents return early without a map of every
+    /// id when none does (at 2.4 million messages such a map is 130 MB).
+    pub fn has_parents(&self) -> bool {
+        self.messages.iter().any(|m| m.parent_id.is_some())
+    }
+
+    /// Id -> index of the first copy, for the given `ids` only: one pass
+    /// over the messages, a map as large as `ids` (for a few lookups in a
+    /// huge session). Ids no message has are left out.
+    pub fn first_index_of<'i>(
+        &self,
+        ids: impl IntoIterator<Item = &'i str>,
+    ) -> rustc_hash::FxHashMap<&'i str, usize> {
+        let mut want: rustc_hash::FxHashMap<&'i str, Option<usize>> =
+            ids.into_iter().map(|id| (id, None)).collect();
+        if want.is_empty() {
+            return rustc_hash::FxHashMap::default();
+        }
+        for (i, m) in self.messages.iter().enumerate() {
+            if let Some(slot) = want.get_mut(m.id.as_str()) {
+                slot.get_or_insert(i);
+            }
+        }
+        want.into_iter()
+            .filter_map(|(id, i)| Some((id, i?)))
+            .collect()
+    }
+
     /// Id -> index of its first copy, for rules that look many ids up.
     pub fn id_index(&self) -> rustc_hash::FxHashMap<&str, usize> {
         let mut map = rustc_hash::FxHashMap::with_capacity_and_hasher(
@@ -965,6 +994,23 @@ mod tests {
         });
         assert_eq!(m.usage().input, 7);
         assert_eq!(m.usage().overflow_count(), 7);
+    }
+
+    /// The lookups for a few ids find the first copy of each and leave out
+    /// ids no message has; a session without parents says so.
+    #[test]
+    fn first_index_of_and_has_parents() {
+        let mut s = Session::new(Agent::Codex, "s", None, "x".into());
+        s.messages = ["a", "b", "a", "c"]
+            .map(|id| Message::new(id, Role::User))
+            .to_vec();
+        let ix = s.first_index_of(["a", "c", "zz", "a"]);
+        assert_eq!(ix.len(), 2);
+        assert_eq!((ix["a"], ix["c"]), (0, 3));
+        assert!(s.first_index_of(std::iter::empty()).is_empty());
+        assert!(!s.has_parents());
+        s.messages[3].parent_id = Some("b".into());
+        assert!(s.has_parents());
     }
 
     /// A message fills a whole line only when no neighbour shares it and its

@@ -8,6 +8,9 @@ use super::{Code, Finding, Severity};
 use crate::model::Session;
 
 pub fn check(s: &Session) -> Vec<Finding> {
+    if !s.messages.iter().any(|m| m.logical_parent_id().is_some()) {
+        return Vec::new();
+    }
     let ids = s.id_index();
     s.messages
         .iter()

@@ -13,6 +13,9 @@ use rustc_hash::FxHashMap as HashMap;
 /// or a cycle (first copy of each id); a missing parent the agent expects
 /// ([`crate::model::Message::parent_optional`]) counts as a root.
 pub(super) fn resolves(s: &Session) -> Vec<bool> {
+    if !s.has_parents() {
+        return vec![true; s.messages.len()];
+    }
     let first = s.id_index();
     // 0 unknown, 1 on the current walk, 2 resolves, 3 does not.
     let mut state: Vec<u8> = vec![0; s.messages.len()];
@@ -193,6 +196,9 @@ pub(super) fn descends_from(
 /// Indexes of messages whose parent id names no message of the session
 /// (messages whose missing parent is expected left out).
 pub fn dangling(s: &Session) -> Vec<usize> {
+    if !s.has_parents() {
+        return Vec::new();
+    }
     let ids = s.id_index();
     s.messages
         .iter()

@@ -420,10 +420,18 @@ pub fn diagnose(s: &Session, o: &Options) -> Vec<Finding> {
 /// the store file and the message's row (databases); a load problem's own
 /// file and line.
 fn locate(s: &Session, findings: &mut [Finding]) {
-    let ids = s.id_index();
+    // Only the ids the findings name are looked up (a few, in a session
+    // that may hold millions).
+    let at: Vec<Option<usize>> = {
+        let ids = s.first_index_of(findings.iter().filter_map(|f| f.message_id.as_deref()));
+        findings
+            .iter()
+            .map(|f| f.message_id.as_deref().and_then(|id| ids.get(id).copied()))
+            .collect()
+    };
     let source = s.source.display().to_string();
     let database = s.files.is_empty() && s.source.is_file();
-    for f in findings.iter_mut() {
+    for (f, at) in findings.iter_mut().zip(at) {
         let mut loc = Location {
             file: Some(source.clone()),
             message_id: f.message_id.clone(),
@@ -441,7 +449,7 @@ fn locate(s: &Session, findings: &mut [Finding]) {
             loc.line = p.line;
             loc.row = p.row.clone();
             loc.message_id = None;
-        } else if let Some(&i) = f.message_id.as_deref().and_then(|id| ids.get(id)) {
+        } else if let Some(i) = at {
             let m = &s.messages[i];
             if let Some(l) = m.line {
                 if let Some(fi) = s.files.get(l.file) {

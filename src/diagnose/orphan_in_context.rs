@@ -9,7 +9,7 @@ use super::{stale_parents, Code, Finding, Severity};
 use crate::model::{ParentLinks, Session};
 
 pub fn check(s: &Session) -> Vec<Finding> {
-    if s.parent_links == ParentLinks::Chain {
+    if s.parent_links == ParentLinks::Chain || !s.has_parents() {
         return Vec::new();
     }
     let stale: rustc_hash::FxHashSet<usize> =

@@ -30,6 +30,9 @@ impl Cycle {
 /// Every parent cycle of `s` (over the first copy of each id), oldest member
 /// first, in O(n).
 pub fn cycles(s: &Session) -> Vec<Cycle> {
+    if !s.has_parents() {
+        return Vec::new();
+    }
     let first = s.id_index();
     let n = s.messages.len();
     let next = |i: usize| -> Option<usize> {

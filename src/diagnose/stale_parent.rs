@@ -55,6 +55,9 @@ pub fn stale_parents(s: &Session) -> Vec<StaleParent> {
 }
 
 fn user_turn(s: &Session) -> Vec<StaleParent> {
+    if !s.has_parents() {
+        return Vec::new();
+    }
     let ids = s.id_index();
     let visible: HashSet<usize> = s.visible.iter().copied().collect();
     let mut out = Vec::new();
