@@ -535,8 +535,171 @@ struct Other<'a> {
     model: Option<&'a str>,
     /// `payload.model_context_window` (a `task_started` event's).
     window: Option<u64>,
-    /// `payload.info` (a `token_count` event's usage).
-    info: Option<&'a Value>,
+    /// `payload.info` (a `token_count` event's usage), when not null.
+    info: Option<TokenInfo<'a>>,
+}
+
+/// What the loader reads of a `token_count` event's `info`, from its tree
+/// ([`TokenInfo::of_tree`]) or from the typed read ([`Info`]).
+struct TokenInfo<'a> {
+    /// `model_context_window`, when an unsigned integer.
+    window: Option<u64>,
+    /// `total_token_usage`, when present (whatever its value, null included):
+    /// a request when it differs from the previous count's.
+    total: Option<Total<'a>>,
+    /// `last_token_usage` read by [`usage_of`] (all zero when absent or not
+    /// an object).
+    last: Usage,
+}
+
+/// A count's `total_token_usage`: the text of its JSON from the typed read,
+/// or its tree.
+enum Total<'a> {
+    Raw(&'a str),
+    Tree(&'a Value),
+}
+
+impl<'a> TokenInfo<'a> {
+    fn of_tree(info: &'a Value) -> TokenInfo<'a> {
+        TokenInfo {
+            window: info.get("model_context_window").and_then(Value::as_u64),
+            total: info.get("total_token_usage").map(Total::Tree),
+            last: usage_of(info.get("last_token_usage").unwrap_or(&Value::Null)),
+        }
+    }
+}
+
+/// A `token_count` event's `info` read without a tree (a rollout's most
+/// frequent line, a third of its bytes): `total_token_usage` kept as text,
+/// `last_token_usage` as its counts ([`Counts`]). Only an object is taken;
+/// a repeated key, or a `last_token_usage` that is neither an object nor
+/// null, is refused (the line is then read as a tree).
+struct Info<'a> {
+    window: Option<Value>,
+    total: Option<&'a serde_json::value::RawValue>,
+    last: Option<Counts>,
+}
+
+/// The token counts [`usage_of`] reads, each as stored (a number, or any
+/// other value, which counts as 0).
+#[derive(Default)]
+struct Counts {
+    input: Option<Value>,
+    cached: Option<Value>,
+    cache_write: Option<Value>,
+    output: Option<Value>,
+    reasoning: Option<Value>,
+    total: Option<Value>,
+}
+
+impl Counts {
+    /// [`usage_of`] on the object these counts were read from.
+    fn usage(&self) -> Usage {
+        let g = |v: &Option<Value>| v.as_ref().and_then(Value::as_u64).unwrap_or(0);
+        let (input, cached, cw, total) = (
+            g(&self.input),
+            g(&self.cached),
+            g(&self.cache_write),
+            g(&self.total),
+        );
+        Usage {
+            input: input.saturating_sub(cached).saturating_sub(cw),
+            output: g(&self.output),
+            reasoning: g(&self.reasoning),
+            cache_read: cached,
+            cache_write: cw,
+            total: Some(if total > 0 {
+                total
+            } else {
+                input.saturating_add(g(&self.output))
+            }),
+        }
+    }
+}
+
+/// A visitor that takes a JSON object only, each key at most once, fields
+/// read by `field` (which answers `false` for a key it skips).
+fn visit_object<'de, A, T>(
+    mut m: A,
+    mut out: T,
+    mut field: impl FnMut(&str, &mut T, &mut A) -> std::result::Result<bool, A::Error>,
+) -> std::result::Result<T, A::Error>
+where
+    A: serde::de::MapAccess<'de>,
+{
+    use serde::de::{Error, IgnoredAny};
+    let mut seen: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+    while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+        if seen.contains(&k) {
+            return Err(A::Error::custom(format_args!("duplicate field `{k}`")));
+        }
+        if !field(&k, &mut out, &mut m)? {
+            m.next_value::<IgnoredAny>()?;
+        }
+        seen.push(k);
+    }
+    Ok(out)
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Info<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{MapAccess, Visitor};
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Info<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a token_count info object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> std::result::Result<Info<'a>, A::Error> {
+                let info = Info {
+                    window: None,
+                    total: None,
+                    last: None,
+                };
+                visit_object(m, info, |k, info, m| {
+                    match k {
+                        "model_context_window" => info.window = Some(m.next_value()?),
+                        "total_token_usage" => {
+                            info.total = Some(m.next_value::<&'de serde_json::value::RawValue>()?)
+                        }
+                        "last_token_usage" => info.last = m.next_value()?,
+                        _ => return Ok(false),
+                    }
+                    Ok(true)
+                })
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Counts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{MapAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Counts;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("token counts")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> std::result::Result<Counts, A::Error> {
+                visit_object(m, Counts::default(), |k, c, m| {
+                    let slot = match k {
+                        "input_tokens" => &mut c.input,
+                        "cached_input_tokens" => &mut c.cached,
+                        "cache_write_input_tokens" => &mut c.cache_write,
+                        "output_tokens" => &mut c.output,
+                        "reasoning_output_tokens" => &mut c.reasoning,
+                        "total_tokens" => &mut c.total,
+                        _ => return Ok(false),
+                    };
+                    *slot = Some(m.next_value()?);
+                    Ok(true)
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// The fields of a response item read typed (see [`Loader::typed_item`]):
@@ -807,7 +970,8 @@ struct Payload<'a> {
     #[serde(borrow)]
     model: Option<&'a serde_json::value::RawValue>,
     model_context_window: Option<Value>,
-    info: Option<Value>,
+    #[serde(borrow)]
+    info: Option<Info<'a>>,
 }
 
 /// A raw value as text when it is a string, `Some(None)` when it is not
@@ -828,6 +992,8 @@ struct Loader {
     /// Newest message that may own the next request's usage.
     candidate: Option<usize>,
     prev_total: Option<Value>,
+    /// The text `prev_total` was read from, when the typed read gave it.
+    prev_total_raw: Option<Box<str>>,
     /// `total_tokens` of the last request reported.
     last_request: Option<u64>,
     open_calls: HashMap<String, (usize, usize)>,
@@ -897,7 +1063,9 @@ impl Loader {
                         sub: sub.as_deref(),
                         model: payload("model").and_then(Value::as_str),
                         window: payload("model_context_window").and_then(Value::as_u64),
-                        info: payload("info"),
+                        info: payload("info")
+                            .filter(|i| !i.is_null())
+                            .map(TokenInfo::of_tree),
                     },
                     line,
                 );
@@ -1059,14 +1227,45 @@ impl Loader {
                 sub: sub.as_deref(),
                 model: raw_str(p.model)?.as_deref(),
                 window: p.model_context_window.as_ref().and_then(Value::as_u64),
-                info: p.info.as_ref(),
+                info: p.info.as_ref().map(|i| TokenInfo {
+                    window: i.window.as_ref().and_then(Value::as_u64),
+                    total: i.total.map(|t| Total::Raw(t.get())),
+                    last: i
+                        .last
+                        .as_ref()
+                        .map_or_else(|| usage_of(&Value::Null), Counts::usage),
+                }),
             },
             line,
         );
         Some(())
     }
 
-    fn token_count(&mut self, info: Option<&Value>, line: LineRef) {
+    /// Whether a count's `total_token_usage` differs from the previous
+    /// count's (then it reports a request), keeping it as the previous. The
+    /// same text is the same value; other text is compared as JSON values.
+    fn new_total(&mut self, t: Total<'_>) -> bool {
+        let v = match t {
+            Total::Raw(raw) => {
+                if self.prev_total_raw.as_deref() == Some(raw) {
+                    return false;
+                }
+                // The typed read took this text as JSON, so it parses.
+                let v = serde_json::from_str(raw).unwrap_or(Value::Null);
+                self.prev_total_raw = Some(raw.into());
+                v
+            }
+            Total::Tree(v) => {
+                self.prev_total_raw = None;
+                v.clone()
+            }
+        };
+        let new = self.prev_total.as_ref() != Some(&v);
+        self.prev_total = Some(v);
+        new
+    }
+
+    fn token_count(&mut self, info: Option<TokenInfo<'_>>, line: LineRef) {
         let id = ids::line(line.line);
         let mut m = message(
             &id,
@@ -1075,18 +1274,12 @@ impl Loader {
             self.time,
         );
         m.info_bytes = line.bytes;
-        let info = info.filter(|i| !i.is_null());
         if let Some(info) = info {
-            if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
+            if let Some(w) = info.window {
                 self.window.get_or_insert(w);
             }
-            let total = info.get("total_token_usage").cloned();
-            let last = info.get("last_token_usage").cloned().unwrap_or(Value::Null);
-            let request = total.is_some() && total != self.prev_total;
-            if total.is_some() {
-                self.prev_total = total;
-            }
-            let u = usage_of(&last);
+            let request = info.total.is_some_and(|t| self.new_total(t));
+            let u = info.last;
             if request {
                 self.last_request = u.total;
                 match self.candidate.take() {
@@ -1240,6 +1433,7 @@ fn load_lines(
         model: None,
         candidate: None,
         prev_total: None,
+        prev_total_raw: None,
         last_request: None,
         open_calls: HashMap::default(),
         call_names: HashMap::default(),
@@ -1379,6 +1573,23 @@ mod tests {
         r#"{"timestamp":7,"type":"response_item","payload":{"type":"local_shell_call_output","call_id":"c","output":"session-doctor compact \n done"}}"#,
         r#"{"timestamp":"2026-01-01T00:00:20Z","type":"response_item","payload":{"name":"no type"}}"#,
         r#"{"timestamp":"2026-01-01T00:00:21Z","type":"response_item","payload":"not an object"}"#,
+        r#"{"timestamp":"2026-01-01T00:00:22Z","type":"event_msg","payload":["agent_message","m",7]}"#,
+        // token_count info: a repeat (same total, other spacing and key
+        // order), a null, a string or a repeated total, odd counts, a
+        // repeated key at each level, an info that is not an object.
+        r#"{"timestamp":"2026-01-01T00:00:23Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5,"total_tokens":9},"last_token_usage":{"input_tokens":5,"output_tokens":4,"total_tokens":9}}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:24Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{ "total_tokens":9, "input_tokens":5 },"last_token_usage":{"total_tokens":9}}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:25Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":null,"last_token_usage":null,"model_context_window":null}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:26Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":null,"last_token_usage":{"input_tokens":-3,"output_tokens":2.5,"total_tokens":"7","cached_input_tokens":1e2}}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:27Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":"x","last_token_usage":{"total_tokens":0,"input_tokens":0},"model_context_window":-1}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:28Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":[1,{"a":2}],"last_token_usage":{"total_tokens":40},"model_context_window":3000}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:29Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":8},"total_token_usage":{"input_tokens":9},"last_token_usage":{"input_tokens":8}}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:30Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":10},"last_token_usage":{"input_tokens":8,"input_tokens":9,"extra":{"x":[1]}}}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:31Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":11},"last_token_usage":7}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:32Z","type":"event_msg","payload":{"type":"token_count","info":[{"total_token_usage":{"input_tokens":12}}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:33Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":13},"last_token_usage":{"input_tokens":13},"rate":{"a":null}},"rate_limits":{"primary":{"used_percent":1.0}}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:34Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":13},"last_token_usage":{"input_tokens":0,"total_tokens":500}}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:35Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":13.0},"last_token_usage":{"input_tokens":1}}}}"#,
     ];
 
     /// Loads `bytes` both ways; answers how many lines the typed read took.
