@@ -575,43 +575,82 @@ impl<'a> TokenInfo<'a> {
 /// a repeated key, or a `last_token_usage` that is neither an object nor
 /// null, is refused (the line is then read as a tree).
 struct Info<'a> {
-    window: Option<Value>,
+    window: Option<u64>,
     total: Option<&'a serde_json::value::RawValue>,
     last: Option<Counts>,
 }
 
-/// The token counts [`usage_of`] reads, each as stored (a number, or any
-/// other value, which counts as 0).
+/// Any JSON value read as `Value::as_u64` reads it: an unsigned integer,
+/// else `None` (negative, fractional, or not a number), without a tree.
+#[derive(Default, Clone, Copy)]
+struct AsU64(Option<u64>);
+
+impl<'de> serde::Deserialize<'de> for AsU64 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AsU64;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<AsU64, E> {
+                Ok(AsU64(Some(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<AsU64, E> {
+                Ok(AsU64(u64::try_from(v).ok()))
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<AsU64, E> {
+                Ok(AsU64(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<AsU64, E> {
+                Ok(AsU64(None))
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<AsU64, E> {
+                Ok(AsU64(None))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<AsU64, E> {
+                Ok(AsU64(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> std::result::Result<AsU64, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(AsU64(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> std::result::Result<AsU64, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(AsU64(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The token counts [`usage_of`] reads, each as `Value::as_u64` reads it
+/// (absent or not an unsigned integer: 0).
 #[derive(Default)]
 struct Counts {
-    input: Option<Value>,
-    cached: Option<Value>,
-    cache_write: Option<Value>,
-    output: Option<Value>,
-    reasoning: Option<Value>,
-    total: Option<Value>,
+    input: u64,
+    cached: u64,
+    cache_write: u64,
+    output: u64,
+    reasoning: u64,
+    total: u64,
 }
 
 impl Counts {
     /// [`usage_of`] on the object these counts were read from.
     fn usage(&self) -> Usage {
-        let g = |v: &Option<Value>| v.as_ref().and_then(Value::as_u64).unwrap_or(0);
-        let (input, cached, cw, total) = (
-            g(&self.input),
-            g(&self.cached),
-            g(&self.cache_write),
-            g(&self.total),
-        );
+        let (input, cached, cw, total) = (self.input, self.cached, self.cache_write, self.total);
         Usage {
             input: input.saturating_sub(cached).saturating_sub(cw),
-            output: g(&self.output),
-            reasoning: g(&self.reasoning),
+            output: self.output,
+            reasoning: self.reasoning,
             cache_read: cached,
             cache_write: cw,
             total: Some(if total > 0 {
                 total
             } else {
-                input.saturating_add(g(&self.output))
+                input.saturating_add(self.output)
             }),
         }
     }
@@ -658,7 +697,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Info<'a> {
                 };
                 visit_object(m, info, |k, info, m| {
                     match k {
-                        "model_context_window" => info.window = Some(m.next_value()?),
+                        "model_context_window" => info.window = m.next_value::<AsU64>()?.0,
                         "total_token_usage" => {
                             info.total = Some(m.next_value::<&'de serde_json::value::RawValue>()?)
                         }
@@ -693,7 +732,7 @@ impl<'de> serde::Deserialize<'de> for Counts {
                         "total_tokens" => &mut c.total,
                         _ => return Ok(false),
                     };
-                    *slot = Some(m.next_value()?);
+                    *slot = m.next_value::<AsU64>()?.0.unwrap_or(0);
                     Ok(true)
                 })
             }
@@ -969,7 +1008,8 @@ struct Payload<'a> {
     ty: Option<&'a serde_json::value::RawValue>,
     #[serde(borrow)]
     model: Option<&'a serde_json::value::RawValue>,
-    model_context_window: Option<Value>,
+    #[serde(default)]
+    model_context_window: AsU64,
     #[serde(borrow)]
     info: Option<Info<'a>>,
 }
@@ -1226,9 +1266,9 @@ impl Loader {
                 ty: &ty,
                 sub: sub.as_deref(),
                 model: raw_str(p.model)?.as_deref(),
-                window: p.model_context_window.as_ref().and_then(Value::as_u64),
+                window: p.model_context_window.0,
                 info: p.info.as_ref().map(|i| TokenInfo {
-                    window: i.window.as_ref().and_then(Value::as_u64),
+                    window: i.window,
                     total: i.total.map(|t| Total::Raw(t.get())),
                     last: i
                         .last
