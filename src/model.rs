@@ -854,6 +854,19 @@ impl Session {
         map
     }
 
+    /// [`Session::lookup`] whose message lookups answer for `ids` only
+    /// (parts and copies are looked up over the whole session, built when
+    /// first asked): a map as large as `ids`, for the few messages a repair
+    /// changes in a session of millions.
+    pub fn lookup_of<'s>(&'s self, ids: impl IntoIterator<Item = &'s str>) -> Lookup<'s> {
+        Lookup {
+            session: self,
+            messages: self.first_index_of(ids),
+            copies: std::sync::OnceLock::new(),
+            parts: std::sync::OnceLock::new(),
+        }
+    }
+
     /// Id lookups built once, for code that looks many ids up.
     pub fn lookup(&self) -> Lookup<'_> {
         Lookup {
@@ -1011,6 +1024,17 @@ mod tests {
         assert!(!s.has_parents());
         s.messages[3].parent_id = Some("b".into());
         assert!(s.has_parents());
+        // A lookup of a few ids answers for them only; parts for all.
+        s.messages[1]
+            .parts
+            .push(Part::empty("p".into(), PartKind::Text, "text"));
+        let ix = s.lookup_of(["c"]);
+        assert_eq!(
+            ix.message("c").map(|m| m.parent_id.as_deref()),
+            Some(Some("b"))
+        );
+        assert!(ix.message("a").is_none());
+        assert_eq!(ix.part("p").map(|p| p.id.as_str()), Some("p"));
     }
 
     /// A message fills a whole line only when no neighbour shares it and its

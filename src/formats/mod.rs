@@ -92,7 +92,13 @@ pub trait Copier: Applier + Send + Sync {
     /// ([`crate::edit::LineRun`], field `line`): a cut of a huge rollout is
     /// a few changes, not one per line.
     fn describe_into(&self, session: &Session, edits: &[Edit], out: &mut Vec<StoredChange>) {
-        let ix = session.lookup();
+        // A few edits (a repair) look up their own messages only, not a
+        // map of every id.
+        let ix = if edits.len() < session.messages.len() / 4 {
+            session.lookup_of(edits.iter().map(|e| e.message_id.as_str()))
+        } else {
+            session.lookup()
+        };
         crate::edit::describe_runs(
             edits,
             |e| ix.whole_line(&e.message_id),

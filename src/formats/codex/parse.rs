@@ -612,11 +612,17 @@ impl<'de> serde::Deserialize<'de> for AsU64 {
             fn visit_unit<E>(self) -> std::result::Result<AsU64, E> {
                 Ok(AsU64(None))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> std::result::Result<AsU64, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> std::result::Result<AsU64, A::Error> {
                 while a.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(AsU64(None))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> std::result::Result<AsU64, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> std::result::Result<AsU64, A::Error> {
                 while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                 Ok(AsU64(None))
             }
