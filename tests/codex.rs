@@ -334,6 +334,21 @@ fn run_json(args: &[&str]) -> Value {
     json(&a)
 }
 
+/// `compact --session id --out out` of the rollouts under `dir` (JSON), with
+/// `extra` flags.
+fn compact(dir: &Path, id: &str, out: &Path, extra: &[&str]) -> Value {
+    let mut a = vec![
+        "compact",
+        dir.to_str().unwrap(),
+        "--session",
+        id,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    a.extend(extra);
+    run_json(&a)
+}
+
 fn lines(p: &Path) -> Vec<String> {
     std::fs::read_to_string(p)
         .unwrap()
@@ -406,14 +421,7 @@ fn compact_keeps_session_meta_the_newest_compacted_line_and_what_follows() {
     let src = rollout(&gen("noprogress"));
     let before = snapshot(&cx(""));
     let out = tempfile::tempdir().unwrap();
-    let doc = run_json(&[
-        "compact",
-        gen("noprogress").to_str().unwrap(),
-        "--session",
-        NOPROGRESS,
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
+    let doc = compact(&gen("noprogress"), NOPROGRESS, out.path(), &[]);
     assert_eq!(snapshot(&cx("")), before, "originals untouched");
     assert_eq!(doc["written"], true, "{doc:#}");
     let steps: Vec<&str> = doc["steps"]
@@ -468,14 +476,7 @@ fn compact_keeps_session_meta_the_newest_compacted_line_and_what_follows() {
 fn issue8_a_cut_is_described_as_runs_of_the_lines_the_copy_drops() {
     let src = rollout(&gen("noprogress"));
     let out = tempfile::tempdir().unwrap();
-    let doc = run_json(&[
-        "compact",
-        gen("noprogress").to_str().unwrap(),
-        "--session",
-        NOPROGRESS,
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
+    let doc = compact(&gen("noprogress"), NOPROGRESS, out.path(), &[]);
     let orig = lines(&src);
     let mut dropped = std::collections::BTreeSet::new();
     let mut runs = 0;
@@ -546,14 +547,7 @@ fn compact_strips_historical_images_and_keeps_one_copy() {
         json!(["L23", "L59.rh1", "L73", "L111.rh1"])
     );
     let out = tempfile::tempdir().unwrap();
-    let plan = run_json(&[
-        "compact",
-        dir.to_str().unwrap(),
-        "--session",
-        id,
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
+    let plan = compact(&dir, id, out.path(), &[]);
     assert_eq!(plan["steps"][0]["step"], "strip-media");
     assert_eq!(plan["steps"][0]["edits"], 4);
     let row = list_row(out.path(), id);
@@ -574,16 +568,7 @@ fn compact_strips_historical_images_and_keeps_one_copy() {
 fn compact_keep_turns_cuts_inside_the_replacement_history_with_a_note() {
     let src = rollout(&gen("multi"));
     let out = tempfile::tempdir().unwrap();
-    let plan = run_json(&[
-        "compact",
-        gen("multi").to_str().unwrap(),
-        "--session",
-        MULTI,
-        "--out",
-        out.path().to_str().unwrap(),
-        "--keep-turns",
-        "4",
-    ]);
+    let plan = compact(&gen("multi"), MULTI, out.path(), &["--keep-turns", "4"]);
     assert_eq!(plan["written"], true, "{plan:#}");
     let copy = rollout(out.path());
     let got = lines(&copy);
@@ -652,18 +637,12 @@ fn compact_truncates_tool_output_and_arguments_keeping_arguments_json() {
     std::fs::write(&p, out).unwrap();
     let before = snapshot(d.path());
     let o = tempfile::tempdir().unwrap();
-    let plan = run_json(&[
-        "compact",
-        p.to_str().unwrap(),
-        "--session",
+    let plan = compact(
+        &p,
         MULTI,
-        "--out",
-        o.path().to_str().unwrap(),
-        "--context",
-        "8000",
-        "--max-output",
-        "1000",
-    ]);
+        o.path(),
+        &["--context", "8000", "--max-output", "1000"],
+    );
     assert_eq!(snapshot(d.path()), before);
     let steps: Vec<&str> = plan["steps"]
         .as_array()
