@@ -731,6 +731,32 @@ impl<R: std::io::Read> LineReader<R> {
     }
 }
 
+/// The lines of `block`, each with its `\n` (a last line without one as it
+/// is): `block.split_inclusive(|&b| b == b'\n')`, the newlines found by a
+/// vectorized search rather than byte by byte (the split ran on one core
+/// before a block's lines are read on every core).
+pub(crate) fn lines_inclusive(block: &[u8]) -> LinesInclusive<'_> {
+    LinesInclusive { rest: block }
+}
+
+/// Iterator of [`lines_inclusive`].
+pub(crate) struct LinesInclusive<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for LinesInclusive<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', self.rest).map_or(self.rest.len(), |i| i + 1);
+        let (line, rest) = self.rest.split_at(end);
+        self.rest = rest;
+        Some(line)
+    }
+}
+
 /// Skips the JSON string whose opening quote is at `b[i - 1]`: the index
 /// just past its closing quote (a vectorized search for the next quote or
 /// backslash), or `None` when it is not terminated.
@@ -829,6 +855,17 @@ mod depth_tests {
         }
     }
 
+    /// The vectorized split is `split_inclusive` on `\n`, edge cases included.
+    #[test]
+    fn lines_inclusive_splits_as_split_inclusive() {
+        for text in ["", "\n", "a", "a\nb", "a\nb\n", "\n\n\r\n", "é\n\u{0}x"] {
+            let b = text.as_bytes();
+            let got: Vec<&[u8]> = super::lines_inclusive(b).collect();
+            let want: Vec<&[u8]> = b.split_inclusive(|&c| c == b'\n').collect();
+            assert_eq!(got, want, "{text:?}");
+        }
+    }
+
     #[test]
     fn line_reader_gives_the_lines_read_until_gives_one_by_one_and_in_blocks() {
         use super::LineReader;
@@ -866,6 +903,9 @@ mod depth_tests {
                 while let Some(block) = lr.next_lines().unwrap() {
                     assert!(!block.is_empty());
                     got.extend(block.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec));
+                    let lines: Vec<&[u8]> = super::lines_inclusive(block).collect();
+                    let split: Vec<&[u8]> = block.split_inclusive(|&b| b == b'\n').collect();
+                    assert_eq!(lines, split);
                 }
                 assert_eq!(got, want, "blocks, hint {hint}, {} bytes", text.len());
             }

@@ -1500,7 +1500,7 @@ fn load_lines(
     let mut n = 0u64;
     while let Some(block) = r.next_lines()? {
         // Each line's typed read on every core, then each line in order.
-        let bodies: Vec<&[u8]> = block.split_inclusive(|&b| b == b'\n').collect();
+        let bodies: Vec<&[u8]> = crate::formats::lines_inclusive(block).collect();
         let envelopes: Vec<Option<Envelope<'_>>> = if !fast {
             Vec::new()
         } else if bodies.len() < PARALLEL_FROM_LINES {
