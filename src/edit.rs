@@ -239,7 +239,9 @@ pub fn describe_runs(
             continue;
         };
         match &mut pending {
-            Some((_, last, run)) if last.file == l.file && l.line == last.line + 1 => {
+            Some((_, last, run))
+                if last.file == l.file && last.line.checked_add(1) == Some(l.line) =>
+            {
                 *last = l;
                 run.last_line = l.line;
                 run.lines += 1;

@@ -431,7 +431,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     };
     // The dropped ids a kept message's parent may name: none to look up
     // when no message names a parent (Codex).
-    let dropped_ids: HashSet<&str> = if s.messages.iter().any(|m| m.parent_id.is_some()) {
+    let dropped_ids: HashSet<&str> = if s.has_parents() {
         dropped.iter().map(|&i| s.messages[i].id.as_str()).collect()
     } else {
         HashSet::default()

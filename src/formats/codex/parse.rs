@@ -507,22 +507,15 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
 /// request's `total_tokens` (input + output): the context count.
 pub fn usage_of(u: &Value) -> Usage {
     let g = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let input = g("input_tokens");
-    let cached = g("cached_input_tokens");
-    let cw = g("cache_write_input_tokens");
-    let total = g("total_tokens");
-    Usage {
-        input: input.saturating_sub(cached).saturating_sub(cw),
+    Counts {
+        input: g("input_tokens"),
+        cached: g("cached_input_tokens"),
+        cache_write: g("cache_write_input_tokens"),
         output: g("output_tokens"),
         reasoning: g("reasoning_output_tokens"),
-        cache_read: cached,
-        cache_write: cw,
-        total: Some(if total > 0 {
-            total
-        } else {
-            input.saturating_add(g("output_tokens"))
-        }),
+        total: g("total_tokens"),
     }
+    .usage()
 }
 
 /// What the loader reads of a line that is not a header, response item or
@@ -631,8 +624,9 @@ impl<'de> serde::Deserialize<'de> for AsU64 {
     }
 }
 
-/// The token counts [`usage_of`] reads, each as `Value::as_u64` reads it
-/// (absent or not an unsigned integer: 0).
+/// The token counts of a usage object, each as `Value::as_u64` reads it
+/// (absent or not an unsigned integer: 0): from a tree ([`usage_of`]) or
+/// from the typed read.
 #[derive(Default)]
 struct Counts {
     input: u64,
@@ -644,7 +638,7 @@ struct Counts {
 }
 
 impl Counts {
-    /// [`usage_of`] on the object these counts were read from.
+    /// The usage these counts report (see [`usage_of`]).
     fn usage(&self) -> Usage {
         let (input, cached, cw, total) = (self.input, self.cached, self.cache_write, self.total);
         Usage {
@@ -1279,7 +1273,7 @@ impl Loader {
                     last: i
                         .last
                         .as_ref()
-                        .map_or_else(|| usage_of(&Value::Null), Counts::usage),
+                        .map_or_else(|| Counts::default().usage(), Counts::usage),
                 }),
             },
             line,
@@ -1636,6 +1630,7 @@ mod tests {
         r#"{"timestamp":"2026-01-01T00:00:33Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":13},"last_token_usage":{"input_tokens":13},"rate":{"a":null}},"rate_limits":{"primary":{"used_percent":1.0}}}}"#,
         r#"{"timestamp":"2026-01-01T00:00:34Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":13},"last_token_usage":{"input_tokens":0,"total_tokens":500}}}}"#,
         r#"{"timestamp":"2026-01-01T00:00:35Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":13.0},"last_token_usage":{"input_tokens":1}}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:36Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":77}}}}"#,
     ];
 
     /// Loads `bytes` both ways; answers how many lines the typed read took.
