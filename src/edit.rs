@@ -243,7 +243,7 @@ pub fn describe_runs(
                 if last.file == l.file && last.line.checked_add(1) == Some(l.line) =>
             {
                 *last = l;
-                run.last_line = l.line;
+                run.last_line = l.line.get();
                 run.lines += 1;
                 run.bytes = run.bytes.saturating_add(l.bytes);
             }
@@ -254,8 +254,8 @@ pub fn describe_runs(
                     l,
                     LineRun {
                         last_message_id: String::new(),
-                        first_line: l.line,
-                        last_line: l.line,
+                        first_line: l.line.get(),
+                        last_line: l.line.get(),
                         lines: 1,
                         bytes: l.bytes,
                     },
@@ -342,7 +342,7 @@ mod tests {
                     .find(|(id, ..)| *id == e.message_id)
                     .map(|&(_, file, line)| LineRef {
                         file,
-                        line,
+                        line: std::num::NonZeroU64::new(line).expect("lines count from 1"),
                         offset: 0,
                         bytes: line * 100,
                     })

@@ -193,7 +193,7 @@ pub fn claude_line(data: &[u8]) {
     }
     let line = LineRef {
         file: 0,
-        line: 1,
+        line: std::num::NonZeroU64::MIN,
         offset: 0,
         bytes: data.len() as u64 + 1,
     };
@@ -219,7 +219,7 @@ pub fn codex_line(data: &[u8]) {
         if v.is_object() {
             let line = LineRef {
                 file: 0,
-                line: 1,
+                line: std::num::NonZeroU64::MIN,
                 offset: 0,
                 bytes: data.len() as u64 + 1,
             };

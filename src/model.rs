@@ -43,8 +43,66 @@ impl Agent {
 }
 
 /// A short string many messages repeat (a role or part type name, a model,
-/// a finish reason): shared, not copied per message ([`sym`]).
-pub type Sym = std::sync::Arc<str>;
+/// a finish reason): shared, not copied per message ([`sym`]). One pointer
+/// (8 bytes, and `Option<Sym>` too) where an `Arc<str>` takes 16: a huge
+/// session holds three per message.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sym(std::sync::Arc<Box<str>>);
+
+impl std::ops::Deref for Sym {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Sym {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Sym {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Sym {
+    fn from(s: &str) -> Sym {
+        Sym(std::sync::Arc::new(s.into()))
+    }
+}
+
+impl From<String> for Sym {
+    fn from(s: String) -> Sym {
+        Sym(std::sync::Arc::new(s.into_boxed_str()))
+    }
+}
+
+impl PartialEq<str> for Sym {
+    fn eq(&self, o: &str) -> bool {
+        **self.0 == *o
+    }
+}
+
+impl PartialEq<&str> for Sym {
+    fn eq(&self, o: &&str) -> bool {
+        **self.0 == **o
+    }
+}
+
+impl std::fmt::Debug for Sym {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self.0, f)
+    }
+}
+
+impl std::fmt::Display for Sym {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// The shared [`Sym`] for `s`. Each worker thread keeps up to 4,096
 /// distinct strings (role and type names, models and finish reasons are a
@@ -72,12 +130,13 @@ pub fn sym(s: &str) -> Sym {
 /// a 64-bit SipHash of both, the same in every run. Two different responses
 /// share a key with a chance of about n^2 / 2^65 for n responses (5e-9 for
 /// the 453k lines of a 1 GB transcript); then one of them is not counted.
-pub fn response_key(message_id: &str, request_id: &str) -> u64 {
+/// Never 0 (a hash of 0 becomes 1), so that `Option` of it takes 8 bytes.
+pub fn response_key(message_id: &str, request_id: &str) -> std::num::NonZeroU64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::hash::DefaultHasher::new();
     message_id.hash(&mut h);
     request_id.hash(&mut h);
-    h.finish()
+    std::num::NonZeroU64::new(h.finish()).unwrap_or(std::num::NonZeroU64::MIN)
 }
 
 /// Author of a message.
@@ -326,7 +385,8 @@ pub struct Part {
     /// The part holds text `session-doctor compact` wrote where it cut,
     /// stripped or removed something ([`crate::measure::has_compact_marker`]).
     pub rewritten: bool,
-    pub media: Vec<Media>,
+    /// Inline media items (few parts have any: one pointer when empty).
+    pub media: thin_vec::ThinVec<Media>,
     pub tool: Option<Box<ToolCall>>,
     pub compaction: Option<Box<CompactionMarker>>,
     /// The JSON text of a part no stored row or line holds (one an edit
@@ -350,8 +410,9 @@ pub struct OrphanPart {
 pub struct LineRef {
     /// Index into [`Session::files`].
     pub file: usize,
-    /// 1-based line number.
-    pub line: u64,
+    /// 1-based line number: never 0, so that `Option<LineRef>` takes no
+    /// more room than a `LineRef` (`.get()` gives the number).
+    pub line: std::num::NonZeroU64,
     /// Byte offset of the line's first byte in its file.
     pub offset: u64,
     /// Bytes of the line, its newline included.
@@ -371,7 +432,7 @@ impl Part {
             wire_bytes: 0,
             synthetic: false,
             rewritten: false,
-            media: Vec::new(),
+            media: thin_vec::ThinVec::new(),
             tool: None,
             compaction: None,
             raw: None,
@@ -402,7 +463,7 @@ pub struct Message {
     /// [`Session::tokens_total`] counts each response once. Kept as the
     /// 64-bit key of the response's ids ([`response_key`]), not as text: a
     /// huge transcript holds one per assistant line.
-    pub response_id: Option<u64>,
+    pub response_id: Option<std::num::NonZeroU64>,
     /// Creation time, milliseconds since the Unix epoch.
     pub time_created: i64,
     /// Completion time (ms) when stored.
@@ -420,7 +481,10 @@ pub struct Message {
     pub model: Option<Sym>,
     /// Bytes stored for the message row or file itself, parts excluded.
     pub info_bytes: u64,
-    pub parts: Vec<Part>,
+    /// The message's parts in stored order. A `ThinVec` (one pointer; its
+    /// length lives in the allocation): most messages of a huge Codex
+    /// rollout have none and pay 8 bytes for it, not 24.
+    pub parts: thin_vec::ThinVec<Part>,
     /// What few messages store ([`Rare`]): `None` when the message has none
     /// of it, so a huge session pays 8 bytes a message for these fields, not
     /// 40. Read through [`Message::logical_parent_id`], [`Message::error`]
@@ -471,7 +535,7 @@ impl Message {
             usage: None,
             model: None,
             info_bytes: 0,
-            parts: Vec::new(),
+            parts: thin_vec::ThinVec::new(),
             rare: None,
         }
     }
@@ -882,7 +946,8 @@ impl Session {
     /// message's usage (what ccusage does for Claude Code's split responses),
     /// plus the usage stored per session ([`Session::session_usage`]).
     pub fn tokens_total(&self) -> Usage {
-        let mut last: rustc_hash::FxHashMap<u64, usize> = rustc_hash::FxHashMap::default();
+        let mut last: rustc_hash::FxHashMap<std::num::NonZeroU64, usize> =
+            rustc_hash::FxHashMap::default();
         for (i, m) in self.messages.iter().enumerate() {
             if let Some(r) = m.response_id {
                 last.insert(r, i);
@@ -979,13 +1044,22 @@ mod tests {
 
     /// A huge session holds one `Message` per stored line (2.4 million for
     /// the 1 GB Codex rollout of benches/) and one `Part` per content item:
-    /// their sizes are memory. Boxing what few messages set keeps them here.
+    /// their sizes are memory. Boxing what few messages set, one-pointer
+    /// [`Sym`]s and `ThinVec`s (an empty one is a pointer, no allocation)
+    /// keep them here.
     #[test]
     fn messages_and_parts_stay_small() {
         let (message, part) = (std::mem::size_of::<Message>(), std::mem::size_of::<Part>());
-        assert!(message <= 240, "Message is {message} bytes");
-        assert!(part <= 120, "Part is {part} bytes");
+        assert!(message <= 184, "Message is {message} bytes");
+        assert!(part <= 96, "Part is {part} bytes");
         assert_eq!(std::mem::size_of::<Option<Box<Usage>>>(), 8);
+        // What each field pays for being optional: nothing.
+        assert_eq!(std::mem::size_of::<Option<Sym>>(), 8);
+        assert_eq!(
+            std::mem::size_of::<Option<LineRef>>(),
+            std::mem::size_of::<LineRef>()
+        );
+        assert_eq!(std::mem::size_of::<Option<std::num::NonZeroU64>>(), 8);
     }
 
     /// An all-zero usage is not boxed; a stored total of 0 is (Codex tells
@@ -1045,7 +1119,7 @@ mod tests {
             let mut m = Message::new(id, Role::User);
             m.line = Some(LineRef {
                 file,
-                line,
+                line: std::num::NonZeroU64::new(line).expect("lines count from 1"),
                 offset: line * 10,
                 bytes: 10,
             });
@@ -1067,7 +1141,7 @@ mod tests {
             same_content: true,
         });
         let ix = s.lookup();
-        let line = |id: &str| ix.whole_line(id).map(|l| (l.file, l.line));
+        let line = |id: &str| ix.whole_line(id).map(|l| (l.file, l.line.get()));
         assert_eq!(line("L1"), Some((0, 1)));
         assert_eq!(line("L2.rh0"), None, "shares line 2 with L2");
         assert_eq!(line("L2"), None, "shares line 2 with L2.rh0");

@@ -31,7 +31,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             )
             .with("logical_parent_id", lp.to_string());
             if let Some(l) = m.line {
-                f = f.with("line", l.line);
+                f = f.with("line", l.line.get());
             }
             Some(f)
         })

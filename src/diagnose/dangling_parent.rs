@@ -308,7 +308,7 @@ fn message_parents(s: &Session) -> Vec<Finding> {
                 f = f.with("suggested_parent_id", sug);
             }
             if let Some(l) = m.line {
-                f = f.with("line", l.line);
+                f = f.with("line", l.line.get());
             }
             f
         })

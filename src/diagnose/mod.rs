@@ -455,7 +455,7 @@ fn locate(s: &Session, findings: &mut [Finding]) {
                 if let Some(fi) = s.files.get(l.file) {
                     loc.file = Some(fi.display().to_string());
                 }
-                loc.line = Some(l.line);
+                loc.line = Some(l.line.get());
             } else if database {
                 loc.row = Some(format!("message {}", m.id));
             }

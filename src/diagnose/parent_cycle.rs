@@ -114,7 +114,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             .with("cycle_ids", ids.clone())
             .with("length", ids.len());
             if let Some(l) = m.line {
-                f = f.with("line", l.line);
+                f = f.with("line", l.line.get());
             }
             f
         })

@@ -253,7 +253,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                     .with("pruned_on_resume", sp.neutralised)
                     .with("on_resume_path", sp.on_resume_path);
                 if let Some(l) = m.line {
-                    f = f.with("line", l.line);
+                    f = f.with("line", l.line.get());
                 }
             }
             f

@@ -170,7 +170,7 @@ impl MessageRows {
                 id: m.id.clone(),
                 role: m.role.as_str().to_string(),
                 parent_id: m.parent_id.clone(),
-                line: m.line.map(|l| l.line),
+                line: m.line.map(|l| l.line.get()),
                 time_created: m.time_created,
                 payload_bytes: m.payload_bytes(),
                 media_bytes: m.media_bytes(),

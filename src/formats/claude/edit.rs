@@ -513,7 +513,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         },
         Change::DropCopies => {
             let n = ix.copies(&edit.message_id);
-            let first = m.and_then(|m| m.line).map_or(0, |l| l.line);
+            let first = m.and_then(|m| m.line).map_or(0, |l| l.line.get());
             (
                 "line".to_string(),
                 json!(format!(

@@ -697,7 +697,6 @@ pub(crate) fn parse_fields(
             p.synthetic = true;
         }
     }
-    parts.shrink_to_fit();
     let parts_bytes: u64 = parts.iter().map(|p| p.payload_bytes).sum();
     let parent_optional = sidechain
         || matches!(kind, "progress" | "attachment")
@@ -719,7 +718,7 @@ pub(crate) fn parse_fields(
             .filter(|m| !synthetic_reply && !m.is_empty())
             .map(|m| sym(&format!("anthropic/{m}"))),
         info_bytes: line.bytes.saturating_sub(parts_bytes),
-        parts,
+        parts: parts.into(),
         rare: Rare {
             logical_parent_id: rstr(v.logical_parent).map(Cow::into_owned),
             error,
@@ -928,11 +927,12 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
             let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
             let (l, tail) = rest.split_at(end);
             let len = l.len() as u64;
+            let number = std::num::NonZeroU64::MIN.saturating_add(n);
             n += 1;
             block.push((
                 LineRef {
                     file: fi,
-                    line: n,
+                    line: number,
                     offset,
                     bytes: len,
                 },
@@ -954,7 +954,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
                 .collect()
         };
         for (&(line, l), read) in block.iter().zip(reads) {
-            let (len, n) = (line.bytes, line.line);
+            let (len, n) = (line.bytes, line.line.get());
             match read {
                 LineRead::Blank => s.other_bytes += len,
                 LineRead::Unreadable(e) => {
@@ -1258,7 +1258,7 @@ mod first_ids_tests {
         );
         let at = LineRef {
             file: 0,
-            line: 1,
+            line: std::num::NonZeroU64::MIN,
             offset: 0,
             bytes: line.len() as u64,
         };

@@ -371,7 +371,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             };
             p.model_chars = c;
             p.wire_bytes = w;
-            p.media = media;
+            p.media = media.into();
             p.tool = Some(Box::new(ToolCall {
                 name: String::new(),
                 call_id: str_at(item, "call_id").unwrap_or("").to_string(),
@@ -439,7 +439,7 @@ fn finish_item(m: &mut Message, time: i64, total: u64) {
 /// The messages of one parsed line, in stored order; `None` for the header.
 /// Carries no cross-line state (usage, tool pairing, model): the loader adds it.
 pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option<Vec<Message>> {
-    let id = ids::line(line.line);
+    let id = ids::line(line.line.get());
     match classify(v, first) {
         Line::Meta(_) => None,
         Line::Item(item) => Some(vec![item_message(item, &id, line, time, line.bytes)]),
@@ -1208,7 +1208,7 @@ impl Loader {
             _ => o.ty.to_string(),
         };
         let mut m = message(
-            &ids::line(line.line),
+            &ids::line(line.line.get()),
             Role::Other(sym(&role)),
             line,
             self.time,
@@ -1232,7 +1232,7 @@ impl Loader {
                 .unwrap_or(self.time),
             None => self.time,
         };
-        let m = typed_item_message(item, &ids::line(line.line), line, time)?;
+        let m = typed_item_message(item, &ids::line(line.line.get()), line, time)?;
         self.time = time;
         self.first = false;
         self.last_answer = None;
@@ -1306,7 +1306,7 @@ impl Loader {
     }
 
     fn token_count(&mut self, info: Option<TokenInfo<'_>>, line: LineRef) {
-        let id = ids::line(line.line);
+        let id = ids::line(line.line.get());
         let mut m = message(
             &id,
             Role::Other(sym("event_msg/token_count")),
@@ -1511,10 +1511,11 @@ fn load_lines(
         for buf in bodies {
             let e = envelopes.next().flatten();
             let read = buf.len() as u64;
+            let number = std::num::NonZeroU64::MIN.saturating_add(n);
             n += 1;
             let line = LineRef {
                 file: 0,
-                line: n,
+                line: number,
                 offset,
                 bytes: read,
             };

@@ -607,7 +607,6 @@ pub fn message_item(
         // Older docker-agent stores no finish reason: an assistant that has
         // usage is a finished response (the streaming row has none).
         .or_else(|| (role == MsgRole::Assistant && !usage.is_zero()).then(|| sym("completed")));
-    parts.shrink_to_fit();
     let m = Message {
         id: id.to_string(),
         role: Role::named(role_s),
@@ -627,7 +626,7 @@ pub fn message_item(
             None
         },
         info_bytes: 0,
-        parts,
+        parts: parts.into(),
         rare: None,
     };
     let what = What::Message {

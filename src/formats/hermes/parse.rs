@@ -575,7 +575,7 @@ fn marker_message(id: String, time: i64, p: Part) -> Message {
     Message {
         parent_optional: true,
         time_created: time,
-        parts: vec![p],
+        parts: thin_vec::thin_vec![p],
         ..Message::new(id, Role::Other(sym("compression")))
     }
 }
@@ -997,7 +997,7 @@ pub fn parse_row(
             .then(|| model.cloned())
             .flatten(),
         info_bytes: stored.saturating_sub(in_parts),
-        parts,
+        parts: parts.into(),
         rare: None,
     };
     (m, problems)

@@ -104,7 +104,7 @@ pub(crate) fn parse_message(
         usage: usage.boxed(),
         model,
         info_bytes,
-        parts: Vec::new(),
+        parts: thin_vec::ThinVec::new(),
     })
 }
 
@@ -229,7 +229,7 @@ pub(crate) fn parse_part(
             .and_then(Value::as_bool)
             .unwrap_or(false),
         rewritten,
-        media,
+        media: media.into(),
         tool,
         compaction,
         raw: None,
@@ -335,12 +335,11 @@ impl<'a> PartSink<'a> {
 /// Gives the messages of `session` the parts a [`PartSink`] collected,
 /// records repeated part and message ids, and computes the visible view.
 pub(super) fn attach(session: &mut Session, attached: Attached) {
-    for (m, mut parts) in session.messages.iter_mut().zip(attached.lists) {
+    for (m, parts) in session.messages.iter_mut().zip(attached.lists) {
         if m.parts.is_empty() {
-            parts.shrink_to_fit();
-            m.parts = parts;
+            m.parts = parts.into();
         } else {
-            m.parts.append(&mut parts);
+            m.parts.append(&mut parts.into());
             m.parts.shrink_to_fit();
         }
     }
