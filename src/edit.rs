@@ -207,35 +207,36 @@ pub struct LineRun {
 /// Groups `edits` (in order) into what [`StoredChange`]s describe: a single
 /// edit, or a run of two or more [`Change::DropMessage`] edits of messages
 /// that each fill a whole stored line of their own (`whole_line` gives that
-/// line), the lines consecutive in one file. `emit` gets each single edit
-/// with `None`, each run's first edit with the run, in the edits' order.
+/// line, given the edit's index and the edit), the lines consecutive in one
+/// file. `emit` gets the index of each single edit with `None`, of each
+/// run's first edit with the run, in the edits' order.
 pub fn describe_runs(
     edits: &[Edit],
-    whole_line: impl Fn(&Edit) -> Option<crate::model::LineRef>,
-    mut emit: impl FnMut(&Edit, Option<LineRun>),
+    whole_line: impl Fn(usize, &Edit) -> Option<crate::model::LineRef>,
+    mut emit: impl FnMut(usize, Option<LineRun>),
 ) {
     /// A run being gathered: its first edit, its last line, its figures.
     type Pending = Option<(usize, crate::model::LineRef, LineRun)>;
     let flush =
-        |pending: &mut Pending, end: usize, emit: &mut dyn FnMut(&Edit, Option<LineRun>)| {
+        |pending: &mut Pending, end: usize, emit: &mut dyn FnMut(usize, Option<LineRun>)| {
             if let Some((first, _, mut run)) = pending.take() {
                 if run.lines == 1 {
-                    emit(&edits[first], None);
+                    emit(first, None);
                 } else {
                     run.last_message_id = edits[end - 1].message_id.clone();
-                    emit(&edits[first], Some(run));
+                    emit(first, Some(run));
                 }
             }
         };
     let mut pending: Pending = None;
     for (i, e) in edits.iter().enumerate() {
         let line = match e.change {
-            Change::DropMessage => whole_line(e),
+            Change::DropMessage => whole_line(i, e),
             _ => None,
         };
         let Some(l) = line else {
             flush(&mut pending, i, &mut emit);
-            emit(e, None);
+            emit(i, None);
             continue;
         };
         match &mut pending {
@@ -336,7 +337,7 @@ mod tests {
         let mut out = Vec::new();
         describe_runs(
             edits,
-            |e| {
+            |_, e| {
                 lines
                     .iter()
                     .find(|(id, ..)| *id == e.message_id)
@@ -347,7 +348,8 @@ mod tests {
                         bytes: line * 100,
                     })
             },
-            |e, run| {
+            |i, run| {
+                let e = &edits[i];
                 out.push(match run {
                     None => e.message_id.clone(),
                     Some(r) => {

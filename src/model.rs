@@ -721,21 +721,7 @@ impl<'a> Lookup<'a> {
     /// items of a `compacted` line's `replacement_history`), or its id is
     /// stored more than once (which copy a change means is then not one line).
     pub fn whole_line(&self, id: &str) -> Option<LineRef> {
-        let i = *self.messages.get(id)?;
-        let ms = &self.session.messages;
-        let l = ms[i].line?;
-        let same = |j: usize| {
-            ms.get(j)
-                .and_then(|m| m.line)
-                .is_some_and(|o| o.file == l.file && o.line == l.line)
-        };
-        if (i > 0 && same(i - 1)) || same(i + 1) {
-            return None;
-        }
-        if self.session.duplicate_ids.iter().any(|d| d.id == id) {
-            return None;
-        }
-        Some(l)
+        self.session.whole_line_at(*self.messages.get(id)?)
     }
 
     /// The first copy of part `id`.
@@ -904,6 +890,48 @@ impl Session {
         want.into_iter()
             .filter_map(|(id, i)| Some((id, i?)))
             .collect()
+    }
+
+    /// The stored line message `i` (the first copy of its id) fills on its
+    /// own ([`Lookup::whole_line`]); `None` for an index past the end.
+    pub fn whole_line_at(&self, i: usize) -> Option<LineRef> {
+        let ms = &self.messages;
+        let l = ms.get(i)?.line?;
+        let same = |j: usize| {
+            ms.get(j)
+                .and_then(|m| m.line)
+                .is_some_and(|o| o.file == l.file && o.line == l.line)
+        };
+        if (i > 0 && same(i - 1)) || same(i + 1) {
+            return None;
+        }
+        if self.duplicate_ids.iter().any(|d| d.id == ms[i].id) {
+            return None;
+        }
+        Some(l)
+    }
+
+    /// The index of each of `ids`, found by one walk over the messages when
+    /// the ids name messages in stored order, each once at most (a cut's
+    /// drops): no map of every id. `None` when the session stores an id
+    /// more than once, or when an id is missing or out of order (then a
+    /// [`Session::lookup`] answers).
+    pub fn indices_in_order<'i>(
+        &self,
+        ids: impl IntoIterator<Item = &'i str>,
+    ) -> Option<Vec<usize>> {
+        if !self.duplicate_ids.is_empty() {
+            return None;
+        }
+        let ids = ids.into_iter();
+        let mut out = Vec::with_capacity(ids.size_hint().0);
+        let mut next = 0;
+        for id in ids {
+            let i = next + self.messages.get(next..)?.iter().position(|m| m.id == id)?;
+            out.push(i);
+            next = i + 1;
+        }
+        Some(out)
     }
 
     /// Id -> index of its first copy, for rules that look many ids up.
@@ -1109,6 +1137,34 @@ mod tests {
         );
         assert!(ix.message("a").is_none());
         assert_eq!(ix.part("p").map(|p| p.id.as_str()), Some("p"));
+    }
+
+    /// Ids named in stored order are found by one walk; anything else is
+    /// left to a lookup.
+    #[test]
+    fn indices_in_order_walks_once_or_gives_up() {
+        let mut s = Session::new(Agent::Codex, "s", None, "x".into());
+        s.messages = ["a", "b", "c", "d"]
+            .map(|id| Message::new(id, Role::User))
+            .to_vec();
+        assert_eq!(s.indices_in_order(["a", "c", "d"]), Some(vec![0, 2, 3]));
+        assert_eq!(s.indices_in_order(["b"]), Some(vec![1]));
+        assert_eq!(s.indices_in_order(std::iter::empty()), Some(vec![]));
+        assert_eq!(s.indices_in_order(["c", "a"]), None, "out of order");
+        assert_eq!(s.indices_in_order(["a", "a"]), None, "named twice");
+        assert_eq!(s.indices_in_order(["a", "zz"]), None, "missing");
+        // The walk agrees with the map of every id.
+        let ix = s.id_index();
+        assert_eq!(
+            s.indices_in_order(["a", "b", "d"]),
+            Some(vec![ix["a"], ix["b"], ix["d"]])
+        );
+        s.duplicate_ids.push(DuplicateId {
+            id: "zz".into(),
+            place: "line 9".into(),
+            same_content: true,
+        });
+        assert_eq!(s.indices_in_order(["a"]), None, "an id stored twice");
     }
 
     /// A message fills a whole line only when no neighbour shares it and its
