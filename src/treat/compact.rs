@@ -26,12 +26,11 @@ use crate::budget::Budget;
 use crate::diagnose::media_before_newest;
 use crate::edit::{Applier, Change, Edit, StoredChange, TextField};
 use crate::measure::estimate_tokens;
-use crate::model::{ParentLinks, PartKind, Role, Session, ToolStatus};
+use crate::model::{ParentLinks, PartKind, Role, Session, Sym, ToolStatus};
 use crate::sizing::{agent_overhead, next_turn};
 use anyhow::Result;
 use rustc_hash::FxHashSet as HashSet;
 use serde::Serialize;
-use std::sync::Arc;
 
 /// What the compacted session must fit.
 #[derive(Debug, Clone)]
@@ -232,7 +231,7 @@ fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figu
 }
 
 /// An edit of session `sid` (one shared id for all of a step's edits).
-fn edit(sid: &Arc<str>, message_id: &str, change: Change) -> Edit {
+fn edit(sid: &Sym, message_id: &str, change: Change) -> Edit {
     Edit {
         session_id: sid.clone(),
         message_id: message_id.to_string(),
@@ -242,7 +241,7 @@ fn edit(sid: &Arc<str>, message_id: &str, change: Change) -> Edit {
 
 /// Step 1: strip historical media.
 fn strip_media(s: &Session) -> Vec<Edit> {
-    let sid: Arc<str> = s.id.as_str().into();
+    let sid = Sym::from(s.id.as_str());
     let mut out = Vec::new();
     for i in media_before_newest(s) {
         let m = &s.messages[i];
@@ -276,7 +275,7 @@ fn strip_media(s: &Session) -> Vec<Edit> {
 
 /// Step 2: truncate old completed tool outputs, newest kept longest.
 fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
-    let sid: Arc<str> = s.id.as_str().into();
+    let sid = Sym::from(s.id.as_str());
     let keep_tokens = t.tool_output_budget();
     let base_cap = (t.overflow_budget() * 4) as usize;
     let mut used = 0u64;
@@ -315,7 +314,7 @@ fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
 
 /// Step 3: truncate oversized text, reasoning and tool-input parts.
 fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
-    let sid: Arc<str> = s.id.as_str().into();
+    let sid = Sym::from(s.id.as_str());
     let cap = (t.overflow_budget() * 4) as usize;
     let newest_user = s.messages.iter().rposition(|m| m.is_prompt());
     let mut out = Vec::new();
@@ -363,7 +362,7 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
 /// assistant message (chains); messages a compaction preserves are left as
 /// they are, the agent relinks them itself.
 fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
-    let sid: Arc<str> = s.id.as_str().into();
+    let sid = Sym::from(s.id.as_str());
     let visible: Vec<usize> = match keep_turns {
         None => s.visible.clone(),
         Some(n) => {
@@ -570,7 +569,7 @@ fn ids_unique(s: &Session) -> bool {
 /// Nth-last user turn records a compaction (a summary holding the previous
 /// summary and a note) whose kept tail starts there.
 fn cut_with_summary(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
-    let sid: Arc<str> = s.id.as_str().into();
+    let sid = Sym::from(s.id.as_str());
     let Some(n) = keep_turns else {
         return Vec::new();
     };
@@ -770,7 +769,7 @@ mod tests {
     #[test]
     fn append_keeps_the_order_of_steps() {
         let e = |id: &str| Edit {
-            session_id: Arc::from("s"),
+            session_id: Sym::from("s"),
             message_id: id.into(),
             change: Change::DropMessage,
         };

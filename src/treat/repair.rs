@@ -30,7 +30,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 /// Edits that repair `s`, in message order; empty when nothing is repairable.
 pub fn plan(s: &Session) -> Vec<Edit> {
-    let sid: std::sync::Arc<str> = s.id.as_str().into();
+    let sid = crate::model::Sym::from(s.id.as_str());
     let edit = |message_id: &str, change: Change| Edit {
         session_id: sid.clone(),
         message_id: message_id.to_string(),

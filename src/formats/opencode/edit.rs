@@ -388,7 +388,6 @@ mod apply_tests {
     use super::*;
     use crate::formats::opencode::parse::{parse_message, parse_part};
     use crate::model::{Agent, Session};
-    use std::sync::Arc;
 
     /// Rows that answer with one stored part and one stored message.
     struct OneRow {
@@ -406,7 +405,7 @@ mod apply_tests {
 
     fn edit(change: Change) -> Edit {
         Edit {
-            session_id: Arc::from("ses_1"),
+            session_id: "ses_1".into(),
             message_id: "msg_1".into(),
             change,
         }
