@@ -1117,14 +1117,18 @@ mod tests {
         assert_eq!(m.usage().overflow_count(), 7);
     }
 
+    /// A session of user messages with these ids, in this order.
+    fn user_messages(ids: &[&str]) -> Session {
+        let mut s = Session::new(Agent::Codex, "s", None, "x".into());
+        s.messages = ids.iter().map(|&id| Message::new(id, Role::User)).collect();
+        s
+    }
+
     /// The lookups for a few ids find the first copy of each and leave out
     /// ids no message has; a session without parents says so.
     #[test]
     fn first_index_of_and_has_parents() {
-        let mut s = Session::new(Agent::Codex, "s", None, "x".into());
-        s.messages = ["a", "b", "a", "c"]
-            .map(|id| Message::new(id, Role::User))
-            .to_vec();
+        let mut s = user_messages(&["a", "b", "a", "c"]);
         let ix = s.first_index_of(["a", "c", "zz", "a"]);
         assert_eq!(ix.len(), 2);
         assert_eq!((ix["a"], ix["c"]), (0, 3));
@@ -1149,10 +1153,7 @@ mod tests {
     /// left to a lookup.
     #[test]
     fn indices_in_order_walks_once_or_gives_up() {
-        let mut s = Session::new(Agent::Codex, "s", None, "x".into());
-        s.messages = ["a", "b", "c", "d"]
-            .map(|id| Message::new(id, Role::User))
-            .to_vec();
+        let mut s = user_messages(&["a", "b", "c", "d"]);
         assert_eq!(s.indices_in_order(["a", "c", "d"]), Some(vec![0, 2, 3]));
         assert_eq!(s.indices_in_order(["b"]), Some(vec![1]));
         assert_eq!(s.indices_in_order(std::iter::empty()), Some(vec![]));
