@@ -926,7 +926,8 @@ impl Session {
         &self,
         ids: impl IntoIterator<Item = &'i str>,
     ) -> Option<Vec<usize>> {
-        if !self.duplicate_ids.is_empty() {
+        // Not every format records its repeated ids: ask the messages.
+        if !self.duplicate_ids.is_empty() || !self.ids_unique() {
             return None;
         }
         let ids = ids.into_iter();
@@ -938,6 +939,26 @@ impl Session {
             next = i + 1;
         }
         Some(out)
+    }
+
+    /// Whether no two messages share an id. Compares the sorted 64-bit
+    /// hashes of the ids (8 bytes a message, not a set of every id); only
+    /// when two hashes are equal are the ids compared as text.
+    pub fn ids_unique(&self) -> bool {
+        use std::hash::BuildHasher;
+        let hasher = rustc_hash::FxBuildHasher;
+        let mut hashes: Vec<u64> = self
+            .messages
+            .iter()
+            .map(|m| hasher.hash_one(m.id.as_str()))
+            .collect();
+        hashes.sort_unstable();
+        if hashes.windows(2).all(|w| w[0] != w[1]) {
+            return true;
+        }
+        drop(hashes);
+        let mut seen: rustc_hash::FxHashSet<&str> = Default::default();
+        self.messages.iter().all(|m| seen.insert(m.id.as_str()))
     }
 
     /// Id -> index of its first copy, for rules that look many ids up.
@@ -1171,7 +1192,18 @@ mod tests {
             place: "line 9".into(),
             same_content: true,
         });
-        assert_eq!(s.indices_in_order(["a"]), None, "an id stored twice");
+        assert_eq!(s.indices_in_order(["a"]), None, "an id said stored twice");
+        // A format that records no repeated ids: the messages tell.
+        let s = user_messages(&["a", "b", "a", "c"]);
+        assert_eq!(s.indices_in_order(["b", "c"]), None, "an id stored twice");
+    }
+
+    /// The cut skips its sets of every id only when no id repeats.
+    #[test]
+    fn ids_unique_tells_a_repeated_id() {
+        assert!(user_messages(&[]).ids_unique());
+        assert!(user_messages(&["L1", "L2", "L3"]).ids_unique());
+        assert!(!user_messages(&["L1", "L2", "L1"]).ids_unique());
     }
 
     /// A message fills a whole line only when no neighbour shares it and its

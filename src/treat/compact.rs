@@ -405,7 +405,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     // When no two messages share an id (every Codex rollout, most sessions),
     // that is `keep` itself: no set of every id is built, as a cut of a huge
     // session drops millions of messages.
-    let unique = ids_unique(s);
+    let unique = s.ids_unique();
     let dropped: Vec<usize> = if unique {
         (0..s.messages.len()).filter(|&i| !keep[i]).collect()
     } else {
@@ -540,26 +540,6 @@ fn append(all: &mut Vec<Edit>, edits: Vec<Edit>) {
         all.reserve_exact(edits.len());
         all.extend(edits);
     }
-}
-
-/// Whether no two messages of `s` share an id. Compares the sorted 64-bit
-/// hashes of the ids (8 bytes a message, not a set of every id); only when
-/// two hashes are equal are the ids compared as text.
-fn ids_unique(s: &Session) -> bool {
-    use std::hash::BuildHasher;
-    let hasher = rustc_hash::FxBuildHasher;
-    let mut hashes: Vec<u64> = s
-        .messages
-        .iter()
-        .map(|m| hasher.hash_one(m.id.as_str()))
-        .collect();
-    hashes.sort_unstable();
-    if hashes.windows(2).all(|w| w[0] != w[1]) {
-        return true;
-    }
-    drop(hashes);
-    let mut seen: HashSet<&str> = HashSet::default();
-    s.messages.iter().all(|m| seen.insert(m.id.as_str()))
 }
 
 /// Step 4 for an agent that indexes its history and never resends what its
@@ -749,21 +729,6 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Agent, Message};
-
-    fn session(ids: &[&str]) -> Session {
-        let mut s = Session::new(Agent::Codex, "s", None, "x".into());
-        s.messages = ids.iter().map(|id| Message::new(*id, Role::User)).collect();
-        s
-    }
-
-    /// The cut skips its sets of every id only when no id repeats.
-    #[test]
-    fn ids_unique_tells_a_repeated_id() {
-        assert!(ids_unique(&session(&[])));
-        assert!(ids_unique(&session(&["L1", "L2", "L3"])));
-        assert!(!ids_unique(&session(&["L1", "L2", "L1"])));
-    }
 
     /// A plan that already has edits gets a step's edits after them, in order.
     #[test]
