@@ -30,7 +30,10 @@ pub enum TextField {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// Point the message's parent at another message.
-    SetParent { old: Option<String>, new: String },
+    SetParent {
+        old: Option<Box<str>>,
+        new: Box<str>,
+    },
     /// Remove the message's parent: it becomes a root (breaks a parent cycle
     /// where no earlier message can be its parent).
     ClearParent { old: String },
@@ -38,13 +41,13 @@ pub enum Change {
     /// media item). The part keeps its id; its type only changes where the
     /// agent's schema has no room for text (a file part becomes a text part).
     StripMedia {
-        part_id: String,
-        placeholder: String,
+        part_id: Box<str>,
+        placeholder: Box<str>,
     },
     /// Keep the first and last `max_chars / 2` characters of a text field,
     /// with a marker saying how many characters were removed in between.
     Truncate {
-        part_id: String,
+        part_id: Box<str>,
         field: TextField,
         max_chars: usize,
     },
@@ -370,7 +373,7 @@ mod tests {
     #[test]
     fn edits_stay_small() {
         let edit = std::mem::size_of::<Edit>();
-        assert!(edit <= 88, "Edit is {edit} bytes");
+        assert!(edit <= 72, "Edit is {edit} bytes");
     }
 
     #[test]

@@ -264,8 +264,8 @@ fn strip_media(s: &Session) -> Vec<Edit> {
                 &sid,
                 &m.id,
                 Change::StripMedia {
-                    part_id: p.id.clone(),
-                    placeholder,
+                    part_id: p.id.as_str().into(),
+                    placeholder: placeholder.into(),
                 },
             ));
         }
@@ -301,7 +301,7 @@ fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
                     &sid,
                     &m.id,
                     Change::Truncate {
-                        part_id: p.id.clone(),
+                        part_id: p.id.as_str().into(),
                         field: TextField::ToolOutput,
                         max_chars: cap,
                     },
@@ -340,7 +340,7 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
                     &sid,
                     &m.id,
                     Change::Truncate {
-                        part_id: p.id.clone(),
+                        part_id: p.id.as_str().into(),
                         field,
                         max_chars: cap,
                     },
@@ -498,8 +498,8 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
                         &sid,
                         &m.id,
                         Change::SetParent {
-                            old: Some(pid.to_string()),
-                            new: s.messages[k].id.clone(),
+                            old: Some(pid.into()),
+                            new: s.messages[k].id.as_str().into(),
                         },
                     ));
                 }

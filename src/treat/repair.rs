@@ -48,8 +48,8 @@ pub fn plan(s: &Session) -> Vec<Edit> {
             edit(
                 id,
                 Change::SetParent {
-                    old: Some(sp.parent_id),
-                    new: sp.suggested_parent_id,
+                    old: Some(sp.parent_id.into()),
+                    new: sp.suggested_parent_id.into(),
                 },
             ),
         ));
@@ -68,8 +68,8 @@ pub fn plan(s: &Session) -> Vec<Edit> {
                 edit(
                     &m.id,
                     Change::SetParent {
-                        old: m.parent_id.clone(),
-                        new,
+                        old: m.parent_id.as_deref().map(Into::into),
+                        new: new.into(),
                     },
                 ),
             ));
@@ -86,8 +86,8 @@ pub fn plan(s: &Session) -> Vec<Edit> {
         let user_root = s.parent_links == ParentLinks::UserTurn && m.role == Role::User;
         let change = match new {
             Some(new) if !user_root && new != m.id => Change::SetParent {
-                old: Some(old),
-                new,
+                old: Some(old.into()),
+                new: new.into(),
             },
             _ => Change::ClearParent { old },
         };
@@ -160,7 +160,7 @@ fn no_new_cycles(s: &Session, edits: Vec<Edit>, cycle_ids: &HashSet<&str>) -> Ve
     for e in &edits {
         match &e.change {
             Change::SetParent { new, .. } => {
-                parents.insert(e.message_id.clone(), vec![new.clone()]);
+                parents.insert(e.message_id.clone(), vec![new.to_string()]);
             }
             Change::ClearParent { .. } => {
                 parents.insert(e.message_id.clone(), Vec::new());
@@ -193,7 +193,7 @@ fn no_new_cycles(s: &Session, edits: Vec<Edit>, cycle_ids: &HashSet<&str>) -> Ve
                 if cycle_ids.contains(e.message_id.as_str()) {
                     parents.insert(e.message_id.clone(), Vec::new());
                     e.change = Change::ClearParent {
-                        old: old.clone().unwrap_or_default(),
+                        old: old.as_deref().unwrap_or_default().to_string(),
                     };
                 } else {
                     let back = stored.get(&e.message_id).cloned().unwrap_or_default();

@@ -449,7 +449,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
     let (field, old, new) = match &edit.change {
         Change::SetParent { old, new } => (
             field::PARENT.to_string(),
-            old.clone().map(Value::String).unwrap_or(Value::Null),
+            old.as_deref().map(Value::from).unwrap_or(Value::Null),
             json!(new),
         ),
         Change::ClearParent { old } => (field::PARENT.to_string(), json!(old), Value::Null),

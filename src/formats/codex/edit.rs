@@ -558,7 +558,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
     let (field, old, new): (std::borrow::Cow<'static, str>, Value, Value) = match &e.change {
         Change::SetParent { old, new } => (
             "parent".into(),
-            old.clone().map(Value::String).unwrap_or(Value::Null),
+            old.as_deref().map(Value::from).unwrap_or(Value::Null),
             json!(new),
         ),
         Change::ClearParent { old } => ("parent".into(), json!(old), Value::Null),

@@ -75,7 +75,7 @@ pub fn note_part(
 pub fn edit_message(info: &mut Value, change: &Change) {
     match (change, info.as_object_mut()) {
         (Change::SetParent { new, .. }, Some(o)) => {
-            o.insert(PARENT_FIELD.to_string(), Value::String(new.clone()));
+            o.insert(PARENT_FIELD.to_string(), Value::from(&**new));
         }
         (Change::ClearParent { .. }, Some(o)) => {
             o.remove(PARENT_FIELD);
@@ -233,14 +233,14 @@ pub fn apply_after(
                 let p = m
                     .parts
                     .iter_mut()
-                    .find(|p| &p.id == part_id)
+                    .find(|p| *p.id == **part_id)
                     .ok_or_else(|| anyhow!("part {part_id} not in message {}", e.message_id))?;
                 let mut raw = match &p.raw {
                     Some(r) => serde_json::from_str(r)
                         .map_err(|err| anyhow!("part {part_id}: added JSON: {err}"))?,
                     None => rows.part(&e.message_id, &p.id)?,
                 };
-                let past = history.entry(part_id.as_str()).or_default();
+                let past = history.entry(&**part_id).or_default();
                 for c in past.iter().copied().chain([&e.change]) {
                     edit_part(&mut raw, c).map_err(|err| anyhow!("part {part_id}: {err}"))?;
                 }
@@ -287,7 +287,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
     let (field, old, new) = match &edit.change {
         Change::SetParent { old, new } => (
             PARENT_FIELD.to_string(),
-            old.clone().map(Value::String).unwrap_or(Value::Null),
+            old.as_deref().map(Value::from).unwrap_or(Value::Null),
             json!(new),
         ),
         Change::ClearParent { old } => (PARENT_FIELD.to_string(), json!(old), Value::Null),

@@ -405,7 +405,7 @@ fn apply_in_db(txn: &rusqlite::Transaction<'_>, e: &Edit) -> Result<()> {
             edit::edit_part(&mut v, &e.change).map_err(|err| anyhow!("part {part_id}: {err}"))?;
             txn.execute(
                 "UPDATE part SET data = ?1 WHERE id = ?2",
-                [&Layout::Sqlite.serialize(&v), part_id],
+                [Layout::Sqlite.serialize(&v).as_str(), &**part_id],
             )?;
         }
         Change::DropMessage => {
