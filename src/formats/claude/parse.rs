@@ -922,10 +922,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
             break;
         };
         let mut block: Vec<(LineRef, &[u8])> = Vec::new();
-        let mut rest = buf;
-        while !rest.is_empty() {
-            let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
-            let (l, tail) = rest.split_at(end);
+        for l in crate::formats::lines_inclusive(buf) {
             let len = l.len() as u64;
             let number = std::num::NonZeroU64::MIN.saturating_add(n);
             n += 1;
@@ -939,7 +936,6 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
                 l,
             ));
             offset += len;
-            rest = tail;
         }
         let reads: Vec<LineRead> = if block.len() < PARALLEL_FROM_LINES {
             block
