@@ -11,7 +11,8 @@ pub struct Edit {
     /// Shared by every edit of a session (a cut of a huge session is
     /// millions of edits): one pointer, not a copy.
     pub session_id: crate::model::Sym,
-    pub message_id: String,
+    /// The message's id, shared with it (an [`crate::model::Id`]).
+    pub message_id: crate::model::Id,
     pub change: Change,
 }
 
@@ -160,7 +161,7 @@ pub fn truncate_strings(v: &mut serde_json::Value, max_chars: usize) {
 pub struct StoredChange {
     /// The edit's (shared, not copied).
     pub session_id: crate::model::Sym,
-    pub message_id: String,
+    pub message_id: crate::model::Id,
     /// The part changed, for part-level changes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub part_id: Option<String>,
@@ -197,7 +198,7 @@ pub fn edits_of(changes: &[StoredChange]) -> usize {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LineRun {
     /// Id of the run's last message (its first is the change's `message_id`).
-    pub last_message_id: String,
+    pub last_message_id: crate::model::Id,
     /// First and last line numbers of the run (1-based, inclusive).
     pub first_line: u64,
     pub last_line: u64,
@@ -257,7 +258,7 @@ pub fn describe_runs(
                     i,
                     l,
                     LineRun {
-                        last_message_id: String::new(),
+                        last_message_id: crate::model::Id::new(),
                         first_line: l.line.get(),
                         last_line: l.line.get(),
                         lines: 1,
@@ -354,7 +355,7 @@ mod tests {
             |i, run| {
                 let e = &edits[i];
                 out.push(match run {
-                    None => e.message_id.clone(),
+                    None => e.message_id.to_string(),
                     Some(r) => {
                         assert_eq!(r.lines, r.last_line - r.first_line + 1);
                         format!(
@@ -373,7 +374,7 @@ mod tests {
     #[test]
     fn edits_stay_small() {
         let edit = std::mem::size_of::<Edit>();
-        assert!(edit <= 72, "Edit is {edit} bytes");
+        assert!(edit <= 64, "Edit is {edit} bytes");
     }
 
     #[test]

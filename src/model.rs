@@ -42,6 +42,13 @@ impl Agent {
     }
 }
 
+/// A message or part id: 16 bytes, held inline up to 15 bytes (ecow's
+/// `EcoString`), so the line ids of a Codex rollout (`L2415110`,
+/// `L2415110#0`) allocate nothing, and shared (a clone counts a reference,
+/// copies nothing) when longer, so the edits that name a message (millions
+/// in a cut) do not copy its id. A `String` took 24 bytes and an allocation.
+pub type Id = ecow::EcoString;
+
 /// A short string many messages repeat (a role or part type name, a model,
 /// a finish reason): shared, not copied per message ([`sym`]). One pointer
 /// (8 bytes, and `Option<Sym>` too) where an `Arc<str>` takes 16: a huge
@@ -376,7 +383,7 @@ pub struct KeptEntry {
 /// One stored part of a message (its message is the one that holds it).
 #[derive(Debug, Clone)]
 pub struct Part {
-    pub id: String,
+    pub id: Id,
     pub kind: PartKind,
     /// Type name exactly as stored.
     pub kind_name: Sym,
@@ -428,9 +435,9 @@ pub struct LineRef {
 impl Part {
     /// A part with no content figures yet (bytes, characters, media all 0);
     /// loaders fill in what their format stores.
-    pub fn empty(id: String, kind: PartKind, kind_name: &str) -> Part {
+    pub fn empty(id: impl Into<Id>, kind: PartKind, kind_name: &str) -> Part {
         Part {
-            id,
+            id: id.into(),
             kind,
             kind_name: sym(kind_name),
             payload_bytes: 0,
@@ -449,7 +456,7 @@ impl Part {
 /// One stored message.
 #[derive(Debug, Clone)]
 pub struct Message {
-    pub id: String,
+    pub id: Id,
     pub role: Role,
     pub parent_id: Option<String>,
     /// The line of a line-oriented store, `None` for rows and files. Several
@@ -525,7 +532,7 @@ impl Message {
     /// A message `id` of `role` with nothing else: no parent, line, parts,
     /// usage or model; every flag false; times and sizes 0. Loaders fill in
     /// what their format stores.
-    pub fn new(id: impl Into<String>, role: Role) -> Message {
+    pub fn new(id: impl Into<Id>, role: Role) -> Message {
         Message {
             id: id.into(),
             role,
@@ -1105,8 +1112,11 @@ mod tests {
     #[test]
     fn messages_and_parts_stay_small() {
         let (message, part) = (std::mem::size_of::<Message>(), std::mem::size_of::<Part>());
-        assert!(message <= 184, "Message is {message} bytes");
-        assert!(part <= 96, "Part is {part} bytes");
+        assert!(message <= 176, "Message is {message} bytes");
+        assert!(part <= 88, "Part is {part} bytes");
+        // An id is two words, and a line id of a huge rollout is inline.
+        assert_eq!(std::mem::size_of::<Id>(), 16);
+        assert!(crate::formats::codex::ids::part("L2415110", 12).is_inline());
         assert_eq!(std::mem::size_of::<Option<Box<Usage>>>(), 8);
         // What each field pays for being optional: nothing.
         assert_eq!(std::mem::size_of::<Option<Sym>>(), 8);
@@ -1160,7 +1170,7 @@ mod tests {
         // A lookup of a few ids answers for them only; parts for all.
         s.messages[1]
             .parts
-            .push(Part::empty("p".into(), PartKind::Text, "text"));
+            .push(Part::empty("p", PartKind::Text, "text"));
         let ix = s.lookup_of(["c"]);
         assert_eq!(
             ix.message("c").map(|m| m.parent_id.as_deref()),

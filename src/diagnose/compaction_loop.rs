@@ -160,7 +160,7 @@ fn unjudged(s: &Session) -> Option<Finding> {
         .with("progress", "unknown")
         .with(
             "compaction_ids",
-            idx.iter().map(|&i| s.messages[i].id.clone()).collect::<Vec<_>>(),
+            idx.iter().map(|&i| s.messages[i].id.to_string()).collect::<Vec<_>>(),
         ),
     )
 }
@@ -201,7 +201,7 @@ fn judged(s: &Session) -> Vec<Finding> {
             .with("tokens", c.tokens.clone())
             .with(
                 "compaction_ids",
-                c.compactions.iter().map(|&i| s.messages[i].id.clone()).collect::<Vec<_>>(),
+                c.compactions.iter().map(|&i| s.messages[i].id.to_string()).collect::<Vec<_>>(),
             );
             if over {
                 f = f.fixed_by(crate::diagnose::Fix::None);
@@ -209,7 +209,7 @@ fn judged(s: &Session) -> Vec<Finding> {
             if c.post_tokens.iter().any(Option::is_some) {
                 f = f.with("post_tokens", c.post_tokens.clone()).with(
                     "no_progress_ids",
-                    c.no_progress.iter().map(|&i| s.messages[i].id.clone()).collect::<Vec<_>>(),
+                    c.no_progress.iter().map(|&i| s.messages[i].id.to_string()).collect::<Vec<_>>(),
                 );
             }
             f

@@ -70,7 +70,7 @@ pub fn suggested_parents(s: &Session, indexes: &[usize]) -> Vec<Option<String>> 
             for (i, m) in s.messages.iter().enumerate() {
                 while want.peek() == Some(&i) {
                     want.next();
-                    out.push(last_user.map(|u| s.messages[u].id.clone()));
+                    out.push(last_user.map(|u| s.messages[u].id.to_string()));
                 }
                 if m.role == Role::User || m.compaction().is_some() {
                     last_user = Some(i);
@@ -104,7 +104,7 @@ pub fn suggested_parents(s: &Session, indexes: &[usize]) -> Vec<Option<String>> 
                                         &m.id,
                                     ))
                         })
-                        .map(|&k| s.messages[k].id.clone());
+                        .map(|&k| s.messages[k].id.to_string());
                     out.push(pick);
                 }
                 if first.get(m.id.as_str()) != Some(&i) {

@@ -81,6 +81,6 @@ pub fn check(s: &Session) -> Vec<Finding> {
             .map(|(h, b, n)| serde_json::json!({"sha256": h, "bytes": b, "repeats": n}))
             .collect::<Vec<_>>(),
     )
-    .with("message_ids", idx.iter().map(|&i| s.messages[i].id.clone()).collect::<Vec<_>>())
-    .with("kept_message_id", s.messages[anchor].id.clone())]
+    .with("message_ids", idx.iter().map(|&i| s.messages[i].id.to_string()).collect::<Vec<_>>())
+    .with("kept_message_id", s.messages[anchor].id.to_string())]
 }

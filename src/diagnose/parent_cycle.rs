@@ -90,7 +90,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             let ids: Vec<String> = c
                 .members
                 .iter()
-                .map(|&i| s.messages[i].id.clone())
+                .map(|&i| s.messages[i].id.to_string())
                 .collect();
             let m = &s.messages[c.oldest()];
             let shown = if ids.len() == 1 {

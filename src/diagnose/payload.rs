@@ -51,7 +51,7 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
         .with("media_bytes", s.visible.iter().map(|&i| s.messages[i].media_bytes()).sum::<u64>());
         if let Some(p) = largest {
             f = f
-                .with("largest_part_id", p.id.clone())
+                .with("largest_part_id", p.id.to_string())
                 .with("largest_part_bytes", p.wire_bytes);
         }
         out.push(f);
@@ -73,7 +73,7 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
                     ),
                     REMEDY,
                 )
-                .with("part_id", p.id.clone())
+                .with("part_id", p.id.to_string())
                 .with("part_bytes", p.wire_bytes)
                 .with("max_request_bytes", o.max_request_bytes),
             );

@@ -88,7 +88,7 @@ fn user_turn(s: &Session) -> Vec<StaleParent> {
             index: a,
             parent_id: pid.to_string(),
             compaction_index: c,
-            suggested_parent_id: s.messages[suggested].id.clone(),
+            suggested_parent_id: s.messages[suggested].id.to_string(),
             neutralised: false,
             on_resume_path: visible.contains(&a),
         });
@@ -188,7 +188,7 @@ fn chain(s: &Session) -> Vec<StaleParent> {
                     .map(|p| p.0)
                     .filter(|&k| k >= b && fits(k))
             })
-            .map(|k| s.messages[k].id.clone())
+            .map(|k| s.messages[k].id.to_string())
             .unwrap_or_else(|| bid.to_string());
         out.push(StaleParent {
             index: last,
@@ -247,7 +247,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             }
             .with("parent_id", sp.parent_id.clone())
             .with("suggested_parent_id", sp.suggested_parent_id.clone())
-            .with("compaction_id", c.id.clone());
+            .with("compaction_id", c.id.to_string());
             if s.parent_links == ParentLinks::Chain {
                 f = f
                     .with("pruned_on_resume", sp.neutralised)

@@ -86,9 +86,9 @@ pub fn check(s: &Session) -> Vec<Finding> {
     .with("unanswered", idx.len())
     .with(
         "message_ids",
-        idx.iter().map(|&i| s.messages[i].id.clone()).collect::<Vec<_>>(),
+        idx.iter().map(|&i| s.messages[i].id.to_string()).collect::<Vec<_>>(),
     )
-    .with("largest_message_id", largest.id.clone())
+    .with("largest_message_id", largest.id.to_string())
     .with("largest_message_bytes", largest.wire_bytes())
     .with("visible_bytes", visible_bytes)
     // Every request of those turns sent (at least) this history.

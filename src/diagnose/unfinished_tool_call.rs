@@ -25,7 +25,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                     format!("tool call {} ({}) is still {status} in a finished message", t.call_id, t.name),
                     "the agent reports it as interrupted on resume; no action needed unless the provider rejects the history",
                 )
-                .with("part_id", p.id.clone())
+                .with("part_id", p.id.to_string())
                 .with("call_id", t.call_id.clone())
                 .with("tool", t.name.clone())
                 .with("status", status),

@@ -80,7 +80,7 @@ pub struct ChainRow {
 /// `inspect`: one part of a message.
 #[derive(Debug, Serialize)]
 pub struct PartRow {
-    pub id: String,
+    pub id: crate::model::Id,
     pub message_id: String,
     pub kind: String,
     pub payload_bytes: u64,
@@ -98,7 +98,7 @@ pub struct PartRow {
 #[derive(Debug, Serialize)]
 pub struct MessageRow {
     pub index: usize,
-    pub id: String,
+    pub id: crate::model::Id,
     pub role: String,
     pub parent_id: Option<String>,
     /// 1-based line number in its file, for line-oriented stores (JSONL).

@@ -1682,7 +1682,7 @@ mod tests {
     fn change(i: usize) -> StoredChange {
         StoredChange {
             session_id: "s1".into(),
-            message_id: format!("L{i}"),
+            message_id: format!("L{i}").into(),
             part_id: None,
             field: "line".into(),
             old: serde_json::json!(format!("line {i}: user input_text (10 bytes)")),

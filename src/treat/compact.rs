@@ -26,7 +26,7 @@ use crate::budget::Budget;
 use crate::diagnose::media_before_newest;
 use crate::edit::{Applier, Change, Edit, StoredChange, TextField};
 use crate::measure::estimate_tokens;
-use crate::model::{ParentLinks, PartKind, Role, Session, Sym, ToolStatus};
+use crate::model::{Id, ParentLinks, PartKind, Role, Session, Sym, ToolStatus};
 use crate::sizing::{agent_overhead, next_turn};
 use anyhow::Result;
 use rustc_hash::FxHashSet as HashSet;
@@ -231,10 +231,10 @@ fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figu
 }
 
 /// An edit of session `sid` (one shared id for all of a step's edits).
-fn edit(sid: &Sym, message_id: &str, change: Change) -> Edit {
+fn edit(sid: &Sym, message_id: impl Into<Id>, change: Change) -> Edit {
     Edit {
         session_id: sid.clone(),
-        message_id: message_id.to_string(),
+        message_id: message_id.into(),
         change,
     }
 }

@@ -25,7 +25,7 @@ use crate::diagnose::{
     cycles, dangling, dangling_suggested_parents, orphan_references, stale_parents,
 };
 use crate::edit::{Change, Edit, SessionChange};
-use crate::model::{ParentLinks, ProblemKind, Role, Session};
+use crate::model::{Id, ParentLinks, ProblemKind, Role, Session};
 use rustc_hash::FxHashSet as HashSet;
 
 /// Edits that repair `s`, in message order; empty when nothing is repairable.
@@ -33,7 +33,7 @@ pub fn plan(s: &Session) -> Vec<Edit> {
     let sid = crate::model::Sym::from(s.id.as_str());
     let edit = |message_id: &str, change: Change| Edit {
         session_id: sid.clone(),
-        message_id: message_id.to_string(),
+        message_id: Id::from(message_id),
         change,
     };
     let preserved: HashSet<&str> = s.preserved_ids();
@@ -54,11 +54,12 @@ pub fn plan(s: &Session) -> Vec<Edit> {
             ),
         ));
     }
-    let mut touched: HashSet<String> = edits.iter().map(|(_, e)| e.message_id.clone()).collect();
+    let mut touched: HashSet<crate::model::Id> =
+        edits.iter().map(|(_, e)| e.message_id.clone()).collect();
     let idx = dangling(s);
     for (i, new) in idx.iter().zip(dangling_suggested_parents(s, &idx)) {
         let m = &s.messages[*i];
-        if preserved.contains(m.id.as_str()) || touched.contains(&m.id) {
+        if preserved.contains(m.id.as_str()) || touched.contains(m.id.as_str()) {
             continue;
         }
         if let Some(new) = new {
@@ -79,7 +80,7 @@ pub fn plan(s: &Session) -> Vec<Edit> {
     let oldest: Vec<usize> = cyc.iter().map(|c| c.oldest()).collect();
     for (&i, new) in oldest.iter().zip(dangling_suggested_parents(s, &oldest)) {
         let m = &s.messages[i];
-        if touched.contains(&m.id) {
+        if touched.contains(m.id.as_str()) {
             continue;
         }
         let old = m.parent_id.clone().unwrap_or_default();
@@ -151,7 +152,7 @@ fn no_new_cycles(s: &Session, edits: Vec<Edit>, cycle_ids: &HashSet<&str>) -> Ve
     // id -> the parents of every stored copy of it.
     let mut parents: HashMap<String, Vec<String>> = HashMap::default();
     for m in &s.messages {
-        let e = parents.entry(m.id.clone()).or_default();
+        let e = parents.entry(m.id.to_string()).or_default();
         if let Some(p) = &m.parent_id {
             e.push(p.clone());
         }
@@ -160,10 +161,10 @@ fn no_new_cycles(s: &Session, edits: Vec<Edit>, cycle_ids: &HashSet<&str>) -> Ve
     for e in &edits {
         match &e.change {
             Change::SetParent { new, .. } => {
-                parents.insert(e.message_id.clone(), vec![new.to_string()]);
+                parents.insert(e.message_id.to_string(), vec![new.to_string()]);
             }
             Change::ClearParent { .. } => {
-                parents.insert(e.message_id.clone(), Vec::new());
+                parents.insert(e.message_id.to_string(), Vec::new());
             }
             _ => {}
         }
@@ -191,13 +192,16 @@ fn no_new_cycles(s: &Session, edits: Vec<Edit>, cycle_ids: &HashSet<&str>) -> Ve
         if let Change::SetParent { old, .. } = &e.change {
             if in_cycle(&parents, &e.message_id) {
                 if cycle_ids.contains(e.message_id.as_str()) {
-                    parents.insert(e.message_id.clone(), Vec::new());
+                    parents.insert(e.message_id.to_string(), Vec::new());
                     e.change = Change::ClearParent {
                         old: old.as_deref().unwrap_or_default().to_string(),
                     };
                 } else {
-                    let back = stored.get(&e.message_id).cloned().unwrap_or_default();
-                    parents.insert(e.message_id.clone(), back);
+                    let back = stored
+                        .get(e.message_id.as_str())
+                        .cloned()
+                        .unwrap_or_default();
+                    parents.insert(e.message_id.to_string(), back);
                     continue;
                 }
             }
@@ -215,7 +219,7 @@ fn session_edits(s: &Session) -> Vec<Edit> {
     };
     let on = |sid: &str, c: SessionChange| Edit {
         session_id: sid.into(),
-        message_id: sid.to_string(),
+        message_id: sid.into(),
         change: Change::Session(c),
     };
     let mut out = Vec::new();

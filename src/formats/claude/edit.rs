@@ -7,7 +7,7 @@
 use super::field;
 use super::parse::{finish, parse_line, problem_id, read_line_at};
 use crate::edit::{truncate_strings, Change, Edit, StoredChange, TextField};
-use crate::model::{ProblemKind, Session};
+use crate::model::{Id, ProblemKind, Session};
 use anyhow::{anyhow, Context, Result};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::{json, Value};
@@ -369,7 +369,7 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
 pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     let edits: Vec<&Edit> = edits.iter().filter(|e| *e.session_id == *out.id).collect();
     let plan = Plan::new(&edits);
-    let mut copies: HashMap<String, Vec<usize>> = HashMap::default();
+    let mut copies: HashMap<Id, Vec<usize>> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
         if plan.content.contains_key(m.id.as_str()) {
             copies.entry(m.id.clone()).or_default().push(i);
@@ -407,7 +407,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     }
     // (file, id) of the copies kept, only for ids whose later copies go
     // (not a copy of every id of the session).
-    let mut seen: HashSet<(usize, String)> = HashSet::default();
+    let mut seen: HashSet<(usize, Id)> = HashSet::default();
     out.messages.retain(|m| {
         if plan.drop.contains(m.id.as_str()) {
             return false;
@@ -504,7 +504,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 (
                     "line".to_string(),
                     json!(p.map_or_else(
-                        || edit.message_id.clone(),
+                        || edit.message_id.to_string(),
                         |p| format!("{}: {}", p.location, p.error)
                     )),
                     Value::Null,

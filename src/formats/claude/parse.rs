@@ -702,7 +702,7 @@ pub(crate) fn parse_fields(
         || matches!(kind, "progress" | "attachment")
         || (kind == "system" && matches!(subtype, "compact_boundary" | "local_command"));
     Some(Message {
-        id: uuid,
+        id: uuid.into(),
         role,
         parent_id: rstr(v.parent).map(Cow::into_owned),
         line: Some(line),
@@ -990,7 +990,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
                             .zip(this)
                             .is_some_and(|(f, t)| fingerprint(&f) == fingerprint(&t));
                         s.duplicate_ids.push(DuplicateId {
-                            id: m.id.clone(),
+                            id: m.id.to_string(),
                             place: format!(
                                 "{} line {n}, first at line {}",
                                 file_name(path),
@@ -1112,7 +1112,7 @@ pub(super) fn finish(s: &mut Session) {
         .flat_map(|c| c.preserved.iter().cloned())
         .collect();
     for m in &mut s.messages {
-        if preserved.contains(&m.id) {
+        if preserved.contains(m.id.as_str()) {
             m.parent_optional = true;
         }
     }

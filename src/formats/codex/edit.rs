@@ -663,7 +663,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
         session_id: e.session_id.clone(),
         message_id: e.message_id.clone(),
         part_id: match &e.change {
-            Change::AddNote { .. } => Some(ids::note_part(&e.message_id)),
+            Change::AddNote { .. } => Some(ids::note_part(&e.message_id).to_string()),
             c => c.part_id().map(str::to_string),
         },
         field,

@@ -31,25 +31,32 @@ pub use parse::{visible_view, EFFECTIVE_WINDOW_PERCENT};
 /// `<message>#<k>` for content item `k` of a message (`#0` for items with a
 /// single part), `<message>#note` for a note a compact copy adds. Line numbers
 /// are 1-based and name the lines of the file that was read.
+///
+/// Every id is an [`Id`]: up to 15 bytes (line numbers below 10^13, part
+/// numbers included) it is held inline, so a rollout's millions of ids
+/// allocate nothing.
 pub mod ids {
+    use crate::model::Id;
+    use ecow::eco_format;
+
     /// Id of the message of line `n`.
-    pub fn line(n: u64) -> String {
-        format!("L{n}")
+    pub fn line(n: u64) -> Id {
+        eco_format!("L{n}")
     }
 
     /// Id of item `k` of the `replacement_history` of line message `line_id`.
-    pub fn rh(line_id: &str, k: usize) -> String {
-        format!("{line_id}.rh{k}")
+    pub fn rh(line_id: &str, k: usize) -> Id {
+        eco_format!("{line_id}.rh{k}")
     }
 
     /// Id of part `k` of message `message_id`.
-    pub fn part(message_id: &str, k: usize) -> String {
-        format!("{message_id}#{k}")
+    pub fn part(message_id: &str, k: usize) -> Id {
+        eco_format!("{message_id}#{k}")
     }
 
     /// Id of the note part a compact copy adds to `message_id`.
-    pub fn note_part(message_id: &str) -> String {
-        format!("{message_id}#note")
+    pub fn note_part(message_id: &str) -> Id {
+        eco_format!("{message_id}#note")
     }
 
     /// `(line, replacement_history index)` of a message id.

@@ -174,7 +174,7 @@ fn time_ms_of(t: &str) -> Option<i64> {
         .map(|d| d.as_millis() as i64)
 }
 
-fn part(id: String, _message_id: &str, kind: PartKind, kind_name: &str, bytes: u64) -> Part {
+fn part(id: Id, _message_id: &str, kind: PartKind, kind_name: &str, bytes: u64) -> Part {
     Part {
         payload_bytes: bytes,
         ..Part::empty(id, kind, kind_name)
@@ -199,7 +199,7 @@ fn image_url(c: &Value) -> &str {
 }
 
 /// The part for one content item (message content or tool output content).
-fn content_part(c: &Value, id: String, message_id: &str, bytes: u64) -> Part {
+fn content_part(c: &Value, id: Id, message_id: &str, bytes: u64) -> Part {
     let ty = str_at(c, "type").unwrap_or("");
     match ty {
         "input_text" | "output_text" | "text" | "summary_text" | "refusal" => {
@@ -1544,7 +1544,7 @@ fn load_lines(
                     let torn = !complete;
                     l.s.problems.push(LoadProblem {
                         location: format!("{}:line {n}", path.display()),
-                        id: Some(ids::line(n)),
+                        id: Some(ids::line(n).to_string()),
                         error: if torn {
                             format!("last line has no newline and is not complete JSON ({read} bytes): {err}")
                         } else {

@@ -778,7 +778,7 @@ impl DaStore {
             .flat_map(|s| &s.messages)
             .filter(|m| m.id.starts_with(NEW_PREFIX))
         {
-            let mut item = RawItem::new(m.id.clone(), 0, Kind::Summary, "(added)".into());
+            let mut item = RawItem::new(m.id.to_string(), 0, Kind::Summary, "(added)".into());
             if let Some(r) = m.raw() {
                 item.set_summary_object(r);
             }

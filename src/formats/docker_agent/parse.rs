@@ -608,7 +608,7 @@ pub fn message_item(
         // usage is a finished response (the streaming row has none).
         .or_else(|| (role == MsgRole::Assistant && !usage.is_zero()).then(|| sym("completed")));
     let m = Message {
-        id: id.to_string(),
+        id: id.into(),
         role: Role::named(role_s),
         parent_id: None,
         line: None,

@@ -269,7 +269,7 @@ pub fn finish(s: &mut Session, facts: &[Facts]) {
         let tail = (e.effective_start < at as u64)
             .then(|| items[e.effective_start as usize].msg)
             .flatten()
-            .map(|i| s.messages[i].id.clone());
+            .map(|i| s.messages[i].id.to_string());
         if let Some(c) = s.messages[mi]
             .parts
             .first_mut()

@@ -349,7 +349,7 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
     let mut out = s.clone();
     let mut facts = read_facts(ctx.conn, ctx.schema, &s.id)?;
     let model: Option<Sym> = s.messages.iter().find_map(|m| m.model.clone());
-    let index: HashMap<String, usize> = out
+    let index: HashMap<crate::model::Id, usize> = out
         .messages
         .iter()
         .enumerate()
@@ -376,7 +376,7 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
         match &e.change {
             Change::StripMedia { .. } | Change::Truncate { .. } => {
                 let m = &mut out.messages[mi];
-                if !facts.contains_key(&m.id) {
+                if !facts.contains_key(m.id.as_str()) {
                     bail!("message {} is not a stored row", m.id);
                 }
                 let base = read_one(ctx.conn, ctx.schema, &s.id, &m.id)?;
@@ -390,7 +390,7 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
                 *m = nm;
             }
             Change::DropMessage => {
-                if let Some(f) = facts.get_mut(&e.message_id) {
+                if let Some(f) = facts.get_mut(e.message_id.as_str()) {
                     if f.active {
                         f.active = false;
                         f.compacted = true;
@@ -398,10 +398,10 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
                 }
             }
             Change::CutBefore { note } => {
-                if !facts.get(&e.message_id).is_some_and(|f| f.active) {
+                if !facts.get(e.message_id.as_str()).is_some_and(|f| f.active) {
                     bail!("message {}: not an active row to cut before", e.message_id);
                 }
-                cut = Some((e.message_id.clone(), note.clone()));
+                cut = Some((e.message_id.to_string(), note.clone()));
             }
             Change::SetParent { .. }
             | Change::ClearParent { .. }
@@ -424,7 +424,8 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
             let Ok(id) = m.id.parse::<i64>() else {
                 continue;
             };
-            if id >= target_id || !m.summary || !facts.get(&m.id).is_some_and(|f| f.active) {
+            if id >= target_id || !m.summary || !facts.get(m.id.as_str()).is_some_and(|f| f.active)
+            {
                 continue;
             }
             let base = read_one(ctx.conn, ctx.schema, &s.id, &m.id)?;
@@ -438,12 +439,12 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
         let kept: Vec<usize> = (0..out.messages.len())
             .filter(|&i| {
                 let m = &out.messages[i];
-                facts.get(&m.id).is_some_and(|f| f.active)
+                facts.get(m.id.as_str()).is_some_and(|f| f.active)
                     && m.id.parse::<i64>().is_ok_and(|id| id >= target_id)
             })
             .collect();
         for m in &out.messages {
-            if let Some(f) = facts.get_mut(&m.id) {
+            if let Some(f) = facts.get_mut(m.id.as_str()) {
                 f.active = false;
                 f.compacted = true;
             }
@@ -461,7 +462,7 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
         let (summary, _) = parse_row(&row, model.as_ref(), ctx.location);
         let marker = in_place_marker(&s.id, &summary.id, summary.time_created);
         facts.insert(
-            summary.id.clone(),
+            summary.id.to_string(),
             RowFacts {
                 active: true,
                 role: row.role.clone(),
@@ -471,15 +472,15 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
         );
         let mut added = vec![marker, summary];
         for (j, &i) in kept.iter().enumerate() {
-            let old = out.messages[i].id.clone();
+            let old = out.messages[i].id.to_string();
             let new_id = (next + 1 + j as i64).to_string();
             let mut m = out.messages[i].clone();
             for p in &mut m.parts {
                 if let Some((_, rest)) = p.id.split_once('#') {
-                    p.id = format!("{new_id}#{rest}");
+                    p.id = ecow::eco_format!("{new_id}#{rest}");
                 }
             }
-            m.id = new_id.clone();
+            m.id = new_id.as_str().into();
             let mut f = facts.get(&old).cloned().unwrap_or_default();
             f.active = true;
             f.compacted = false;

@@ -981,7 +981,7 @@ pub fn parse_row(
     }
     let time = ms(row.timestamp);
     let m = Message {
-        id,
+        id: id.into(),
         role: role.clone(),
         parent_id: None,
         line: None,
@@ -1026,7 +1026,9 @@ pub fn resolve_calls(s: &mut Session, facts: &HashMap<String, RowFacts>) {
         .filter_map(|f| f.tool_call_id.as_deref())
         .collect();
     for m in &mut s.messages {
-        let Some(f) = facts.get(&m.id) else { continue };
+        let Some(f) = facts.get(m.id.as_str()) else {
+            continue;
+        };
         let mut k = 0;
         for p in m.parts.iter_mut() {
             let Some(t) = p.tool.as_mut() else { continue };
@@ -1054,13 +1056,13 @@ pub fn resolve_calls(s: &mut Session, facts: &HashMap<String, RowFacts>) {
 /// archived and active rows always starts one).
 pub fn mark_in_place(s: &mut Session, facts: &HashMap<String, RowFacts>) {
     let rows: Vec<usize> = (0..s.messages.len())
-        .filter(|&i| facts.contains_key(&s.messages[i].id))
+        .filter(|&i| facts.contains_key(s.messages[i].id.as_str()))
         .collect();
     let mut starts: Vec<usize> = Vec::new();
     for w in 1..rows.len() {
         let (a, b) = (
-            &facts[&s.messages[rows[w - 1]].id],
-            &facts[&s.messages[rows[w]].id],
+            &facts[s.messages[rows[w - 1]].id.as_str()],
+            &facts[s.messages[rows[w]].id.as_str()],
         );
         let archive_edge = a.compacted && !a.active && b.active;
         let went_back = b.timestamp < a.timestamp;
@@ -1072,8 +1074,8 @@ pub fn mark_in_place(s: &mut Session, facts: &HashMap<String, RowFacts>) {
             let end = (w + 1..rows.len())
                 .find(|&x| {
                     let (p, q) = (
-                        &facts[&s.messages[rows[x - 1]].id],
-                        &facts[&s.messages[rows[x]].id],
+                        &facts[s.messages[rows[x - 1]].id.as_str()],
+                        &facts[s.messages[rows[x]].id.as_str()],
                     );
                     q.timestamp < p.timestamp || (p.compacted && !p.active && q.active)
                 })
@@ -1128,7 +1130,7 @@ pub fn read_rows(
     })? {
         let (data, f) = read_row(r);
         let (m, problems) = parse_row(&data, model, &location);
-        facts.insert(m.id.clone(), f);
+        facts.insert(m.id.to_string(), f);
         s.messages.push(m);
         s.problems.extend(problems);
     }

@@ -27,7 +27,9 @@ pub fn visible_view(
     let mut last_role: Option<&str> = None;
     let mut last_interim = false;
     for (i, m) in messages.iter().enumerate() {
-        let Some(f) = facts.get(&m.id) else { continue };
+        let Some(f) = facts.get(m.id.as_str()) else {
+            continue;
+        };
         if !f.active {
             continue;
         }

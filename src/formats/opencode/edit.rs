@@ -203,7 +203,7 @@ pub fn apply_after(
         }
     }
     let mut dropped = rustc_hash::FxHashSet::default();
-    let index: rustc_hash::FxHashMap<String, usize> = out
+    let index: rustc_hash::FxHashMap<crate::model::Id, usize> = out
         .messages
         .iter()
         .enumerate()

@@ -85,7 +85,7 @@ pub(crate) fn parse_message(
     }
     .map(|m| sym(&m));
     Ok(Message {
-        id: id.to_string(),
+        id: id.into(),
         role,
         parent_id: str_at(&raw, PARENT_FIELD).map(str::to_string),
         line: None,
@@ -218,7 +218,7 @@ pub(crate) fn parse_part(
         _ => {}
     }
     Ok(Part {
-        id: id.to_string(),
+        id: id.into(),
         kind,
         kind_name,
         payload_bytes,
@@ -304,7 +304,7 @@ impl<'a> PartSink<'a> {
     pub(super) fn add(&mut self, message_id: String, p: Part) {
         if self.prev.as_deref() == Some(p.id.as_str()) {
             self.duplicates.push(DuplicateId {
-                id: p.id.clone(),
+                id: p.id.to_string(),
                 place: format!("part of message {message_id}"),
                 same_content: false,
             });

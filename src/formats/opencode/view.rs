@@ -62,7 +62,7 @@ pub fn visible_view(messages: &[Message]) -> Vec<usize> {
         });
         let v = out
             .iter()
-            .position(|&i| Some(&messages[i].id) == tail_id.as_ref());
+            .position(|&i| Some(messages[i].id.as_str()) == tail_id.as_deref());
         if let (Some(j), Some(v)) = (j, v) {
             if v < w {
                 let mut r = out[w..=j].to_vec();
