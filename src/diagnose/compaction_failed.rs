@@ -61,7 +61,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 f = f.with("status_code", c);
             }
             if let Some(p) = &m.parent_id {
-                f = f.with("compaction_id", p.clone());
+                f = f.with("compaction_id", p.to_string());
             }
             Some(f)
         })

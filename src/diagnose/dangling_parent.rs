@@ -229,7 +229,7 @@ fn orphan_reference_findings(s: &Session) -> Vec<Finding> {
         .into_iter()
         .map(|i| {
             let m = &s.messages[i];
-            let child = m.parent_id.clone().unwrap_or_default();
+            let child = m.parent_id.as_deref().unwrap_or_default().to_string();
             let detail = if child.is_empty() {
                 format!("sub-session reference {} has a NULL subsession_id (its session was deleted): docker-agent skips it, and every later item index shifts by one", m.id)
             } else {
@@ -292,7 +292,7 @@ fn message_parents(s: &Session) -> Vec<Finding> {
         .zip(suggestions)
         .map(|(i, suggestion)| {
             let m = &s.messages[i];
-            let pid = m.parent_id.clone().unwrap_or_default();
+            let pid = m.parent_id.as_deref().unwrap_or_default().to_string();
             let mut f = Finding::new(
                 Code::DanglingParent,
                 Severity::Error,

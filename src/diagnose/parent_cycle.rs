@@ -128,7 +128,7 @@ mod tests {
 
     fn msg(id: &str, parent: Option<&str>) -> Message {
         Message {
-            parent_id: parent.map(str::to_string),
+            parent_id: parent.map(Into::into),
             ..Message::new(id, Role::User)
         }
     }

@@ -169,7 +169,7 @@ impl MessageRows {
                 index: i,
                 id: m.id.clone(),
                 role: m.role.as_str().to_string(),
-                parent_id: m.parent_id.clone(),
+                parent_id: m.parent_id.as_deref().map(str::to_string),
                 line: m.line.map(|l| l.line.get()),
                 time_created: m.time_created,
                 payload_bytes: m.payload_bytes(),

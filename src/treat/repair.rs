@@ -83,7 +83,7 @@ pub fn plan(s: &Session) -> Vec<Edit> {
         if touched.contains(m.id.as_str()) {
             continue;
         }
-        let old = m.parent_id.clone().unwrap_or_default();
+        let old = m.parent_id.as_deref().unwrap_or_default().to_string();
         let user_root = s.parent_links == ParentLinks::UserTurn && m.role == Role::User;
         let change = match new {
             Some(new) if !user_root && new != m.id => Change::SetParent {
@@ -154,7 +154,7 @@ fn no_new_cycles(s: &Session, edits: Vec<Edit>, cycle_ids: &HashSet<&str>) -> Ve
     for m in &s.messages {
         let e = parents.entry(m.id.to_string()).or_default();
         if let Some(p) = &m.parent_id {
-            e.push(p.clone());
+            e.push(p.to_string());
         }
     }
     let stored = parents.clone();

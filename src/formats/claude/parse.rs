@@ -704,7 +704,7 @@ pub(crate) fn parse_fields(
     Some(Message {
         id: uuid.into(),
         role,
-        parent_id: rstr(v.parent).map(Cow::into_owned),
+        parent_id: rstr(v.parent).map(Into::into),
         line: Some(line),
         sidechain,
         parent_optional,

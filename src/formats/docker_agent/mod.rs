@@ -349,7 +349,7 @@ impl Builder {
                 if !loaded {
                     // docker-agent skips it ("Skipping subsession item with NULL
                     // reference" / "Skipping orphaned subsession reference").
-                    m.parent_id = Some(sub);
+                    m.parent_id = Some(sub.into());
                 }
                 self.add(m, What::Silent, loaded);
             }

@@ -87,7 +87,7 @@ pub(crate) fn parse_message(
     Ok(Message {
         id: id.into(),
         role,
-        parent_id: str_at(&raw, PARENT_FIELD).map(str::to_string),
+        parent_id: str_at(&raw, PARENT_FIELD).map(Into::into),
         line: None,
         sidechain: false,
         parent_optional: false,
