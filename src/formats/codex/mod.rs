@@ -32,7 +32,7 @@ pub use parse::{visible_view, EFFECTIVE_WINDOW_PERCENT};
 /// single part), `<message>#note` for a note a compact copy adds. Line numbers
 /// are 1-based and name the lines of the file that was read.
 ///
-/// Every id is an [`Id`], held inline up to 15 bytes: `L2415110`,
+/// Every id is an [`Id`](crate::model::Id), held inline up to 15 bytes: `L2415110`,
 /// `L2415110#12` and `L2415110.rh12` take 8, 11 and 13, so the millions of
 /// ids of a rollout allocate nothing.
 pub mod ids {
