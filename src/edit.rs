@@ -33,7 +33,7 @@ pub enum Change {
     /// Point the message's parent at another message.
     SetParent {
         old: Option<Box<str>>,
-        new: Box<str>,
+        new: crate::model::Id,
     },
     /// Remove the message's parent: it becomes a root (breaks a parent cycle
     /// where no earlier message can be its parent).
@@ -42,13 +42,13 @@ pub enum Change {
     /// media item). The part keeps its id; its type only changes where the
     /// agent's schema has no room for text (a file part becomes a text part).
     StripMedia {
-        part_id: Box<str>,
+        part_id: crate::model::Id,
         placeholder: Box<str>,
     },
     /// Keep the first and last `max_chars / 2` characters of a text field,
     /// with a marker saying how many characters were removed in between.
     Truncate {
-        part_id: Box<str>,
+        part_id: crate::model::Id,
         field: TextField,
         max_chars: usize,
     },

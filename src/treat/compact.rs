@@ -264,7 +264,7 @@ fn strip_media(s: &Session) -> Vec<Edit> {
                 &sid,
                 &m.id,
                 Change::StripMedia {
-                    part_id: p.id.as_str().into(),
+                    part_id: p.id.clone(),
                     placeholder: placeholder.into(),
                 },
             ));
@@ -301,7 +301,7 @@ fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
                     &sid,
                     &m.id,
                     Change::Truncate {
-                        part_id: p.id.as_str().into(),
+                        part_id: p.id.clone(),
                         field: TextField::ToolOutput,
                         max_chars: cap,
                     },
@@ -340,7 +340,7 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
                     &sid,
                     &m.id,
                     Change::Truncate {
-                        part_id: p.id.as_str().into(),
+                        part_id: p.id.clone(),
                         field,
                         max_chars: cap,
                     },
@@ -499,7 +499,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
                         &m.id,
                         Change::SetParent {
                             old: Some(pid.into()),
-                            new: s.messages[k].id.as_str().into(),
+                            new: s.messages[k].id.clone(),
                         },
                     ));
                 }
