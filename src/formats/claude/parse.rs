@@ -892,14 +892,56 @@ fn read_line(buf: &[u8], line: LineRef, fi: usize) -> LineRead {
     })
 }
 
-/// Streams one file into `s` up to its size when opened (the snapshot's
-/// length, returned). `fi` is the file's index in `s.files`. The lines of
-/// each block read are parsed on every core of the current thread pool
-/// ([`read_line`]); what depends on earlier lines (duplicate ids, load
-/// problems, titles) is then taken from them in file order, so the session
-/// is the same for any number of threads.
-fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Result<u64> {
+/// The lines of one block read ([`read_line`]): where each sits, whether
+/// it ends with a newline, and what it holds. Owns nothing of the block's
+/// buffer, so the next block can be read while this one is taken in.
+type Block = Vec<(LineRef, bool, LineRead)>;
+
+/// Reads the next block of lines from `r` (`None` at the end), each line
+/// read on every core of the current thread pool: `n` lines and `offset`
+/// bytes came before it. Errors: the reader's.
+fn read_block<R: Read>(
+    r: &mut crate::formats::LineReader<R>,
+    fi: usize,
+    n: &mut u64,
+    offset: &mut u64,
+) -> std::io::Result<Option<Block>> {
     use rayon::prelude::*;
+    let Some(buf) = r.next_lines()? else {
+        return Ok(None);
+    };
+    let mut block: Vec<(LineRef, &[u8])> = Vec::new();
+    for l in crate::formats::lines_inclusive(buf) {
+        let len = l.len() as u64;
+        let number = std::num::NonZeroU64::MIN.saturating_add(*n);
+        *n += 1;
+        block.push((
+            LineRef {
+                file: fi,
+                line: number,
+                offset: *offset,
+                bytes: len,
+            },
+            l,
+        ));
+        *offset += len;
+    }
+    let read = |&(line, l): &(LineRef, &[u8])| (line, l.ends_with(b"\n"), read_line(l, line, fi));
+    Ok(Some(if block.len() < PARALLEL_FROM_LINES {
+        block.iter().map(read).collect()
+    } else {
+        block.par_iter().with_min_len(16).map(read).collect()
+    }))
+}
+
+/// Streams one file into `s` up to its size when opened (the snapshot's
+/// length, returned). `fi` is the file's index in `s.files`. Two stages
+/// overlap: while the lines of one block are taken into the session in
+/// file order (what depends on earlier lines: duplicate ids, load
+/// problems, titles), the next block is read and its lines parsed on every
+/// core of the current thread pool ([`read_block`]), so the session is the
+/// same for any number of threads.
+fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Result<u64> {
     let f = crate::fsx::open_regular(path)
         .with_context(|| format!("{}: cannot open", path.display()))?;
     let file_len = f
@@ -914,111 +956,99 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     let mut n = 0u64;
     // uuid -> its first message in this file
     let mut seen = FirstIds::<rustc_hash::FxBuildHasher>::default();
-    loop {
-        let Some(buf) = r
-            .next_lines()
-            .with_context(|| format!("{}: cannot read after line {n}", path.display()))?
-        else {
-            break;
-        };
-        let mut block: Vec<(LineRef, &[u8])> = Vec::new();
-        for l in crate::formats::lines_inclusive(buf) {
-            let len = l.len() as u64;
-            let number = std::num::NonZeroU64::MIN.saturating_add(n);
-            n += 1;
-            block.push((
-                LineRef {
-                    file: fi,
-                    line: number,
-                    offset,
-                    bytes: len,
-                },
-                l,
-            ));
-            offset += len;
-        }
-        let reads: Vec<LineRead> = if block.len() < PARALLEL_FROM_LINES {
-            block
-                .iter()
-                .map(|&(line, l)| read_line(l, line, fi))
-                .collect()
-        } else {
-            block
-                .par_iter()
-                .with_min_len(16)
-                .map(|&(line, l)| read_line(l, line, fi))
-                .collect()
-        };
-        for (&(line, l), read) in block.iter().zip(reads) {
-            let (len, n) = (line.bytes, line.line.get());
-            match read {
-                LineRead::Blank => s.other_bytes += len,
-                LineRead::Unreadable(e) => {
-                    s.other_bytes += len;
-                    let torn = l.last() != Some(&b'\n') && !e.is_empty();
-                    s.problems.push(LoadProblem {
-                        location: format!("{}:line {n}", path.display()),
-                        id: Some(problem_id(path, n)),
-                        error: if e.is_empty() {
-                            "expected a JSON object".into()
-                        } else if torn {
-                            format!("the last line ({len} bytes) has no newline and is not complete JSON ({e}): the agent stopped while writing it")
-                        } else {
-                            format!("invalid JSON: {e}")
-                        },
-                        kind: if torn {
-                            ProblemKind::TornTail
-                        } else {
-                            ProblemKind::Unreadable
-                        },
-                        file: Some(fi),
-                        line: Some(n),
-                        row: None,
+    let cannot_read = |n: u64| format!("{}: cannot read after line {n}", path.display());
+    let mut pending =
+        read_block(&mut r, fi, &mut n, &mut offset).with_context(|| cannot_read(0))?;
+    while let Some(block) = pending {
+        let before = n;
+        let (next, ()) = rayon::join(
+            || read_block(&mut r, fi, &mut n, &mut offset),
+            || take_block(s, block, path, &mut seen, titles),
+        );
+        pending = next.with_context(|| cannot_read(before))?;
+    }
+    Ok(file_len)
+}
+
+/// Takes the lines of one block read ([`read_block`]) into `s`, in file order.
+fn take_block(
+    s: &mut Session,
+    block: Block,
+    path: &Path,
+    seen: &mut FirstIds<rustc_hash::FxBuildHasher>,
+    titles: &mut Titles,
+) {
+    for (line, complete, read) in block {
+        let (len, n) = (line.bytes, line.line.get());
+        match read {
+            LineRead::Blank => s.other_bytes += len,
+            LineRead::Unreadable(e) => {
+                s.other_bytes += len;
+                let torn = !complete && !e.is_empty();
+                s.problems.push(LoadProblem {
+                    location: format!("{}:line {n}", path.display()),
+                    id: Some(problem_id(path, n)),
+                    error: if e.is_empty() {
+                        "expected a JSON object".into()
+                    } else if torn {
+                        format!("the last line ({len} bytes) has no newline and is not complete JSON ({e}): the agent stopped while writing it")
+                    } else {
+                        format!("invalid JSON: {e}")
+                    },
+                    kind: if torn {
+                        ProblemKind::TornTail
+                    } else {
+                        ProblemKind::Unreadable
+                    },
+                    file: Some(line.file),
+                    line: Some(n),
+                    row: None,
+                });
+            }
+            LineRead::Message(m) => {
+                let first = seen
+                    .first_or_insert(&s.messages, &m.id)
+                    .and_then(|i| s.messages.get(i))
+                    .and_then(|f| f.line);
+                if let Some(first) = first {
+                    // Both lines are read again (a repeated id is rare):
+                    // the block's buffer is not kept.
+                    let json = |l: LineRef| {
+                        read_line_at(path, l.offset, l.bytes)
+                            .ok()
+                            .and_then(|b| serde_json::from_slice::<Value>(b.trim_ascii_end()).ok())
+                    };
+                    let same = json(first)
+                        .zip(json(line))
+                        .is_some_and(|(f, t)| fingerprint(&f) == fingerprint(&t));
+                    s.duplicate_ids.push(DuplicateId {
+                        id: m.id.to_string(),
+                        place: format!(
+                            "{} line {n}, first at line {}",
+                            file_name(path),
+                            first.line
+                        ),
+                        same_content: same,
                     });
                 }
-                LineRead::Message(m) => {
-                    let first = seen
-                        .first_or_insert(&s.messages, &m.id)
-                        .and_then(|i| s.messages.get(i))
-                        .and_then(|f| f.line);
-                    if let Some(first) = first {
-                        let body = l.trim_ascii_end();
-                        let this = serde_json::from_slice::<Value>(body).ok();
-                        let same = read_line_at(path, first.offset, first.bytes)
-                            .ok()
-                            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                            .zip(this)
-                            .is_some_and(|(f, t)| fingerprint(&f) == fingerprint(&t));
-                        s.duplicate_ids.push(DuplicateId {
-                            id: m.id.to_string(),
-                            place: format!(
-                                "{} line {n}, first at line {}",
-                                file_name(path),
-                                first.line
-                            ),
-                            same_content: same,
-                        });
-                    }
-                    s.messages.push(*m);
-                }
-                LineRead::Other(meta) => {
-                    s.other_bytes += len;
-                    match meta {
-                        Meta::None => {}
-                        Meta::Leaf(l) => s.leaf_id = Some(l),
-                        Meta::CustomTitle(t) => titles.custom = t.or(titles.custom.take()),
-                        Meta::AiTitle(t) => titles.ai = t.or(titles.ai.take()),
-                        Meta::Summary(t) => {
-                            if titles.summary.is_none() {
-                                titles.summary = t;
-                            }
+                s.messages.push(*m);
+            }
+            LineRead::Other(meta) => {
+                s.other_bytes += len;
+                match meta {
+                    Meta::None => {}
+                    Meta::Leaf(l) => s.leaf_id = Some(l),
+                    Meta::CustomTitle(t) => titles.custom = t.or(titles.custom.take()),
+                    Meta::AiTitle(t) => titles.ai = t.or(titles.ai.take()),
+                    Meta::Summary(t) => {
+                        if titles.summary.is_none() {
+                            titles.summary = t;
                         }
                     }
                 }
             }
         }
     }
-    Ok(file_len)
 }
 
 /// Loads session `id` from `files` (main file first, then sub-agent files);
