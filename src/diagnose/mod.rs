@@ -406,10 +406,19 @@ impl Finding {
     }
 }
 
-/// Runs every rule of [`RULES`] on `s`; findings come back in rule order,
-/// then message order, each with its [`Location`].
+/// Runs every rule of [`RULES`] on `s`, the rules spread over the cores of
+/// the current thread pool (each rule is a pure function of the session);
+/// findings come back in rule order, then message order, each with its
+/// [`Location`], the same for any number of threads.
 pub fn diagnose(s: &Session, o: &Options) -> Vec<Finding> {
-    let mut out: Vec<Finding> = RULES.iter().flat_map(|r| (r.check)(s, o)).collect();
+    use rayon::prelude::*;
+    let mut out: Vec<Finding> = RULES
+        .par_iter()
+        .map(|r| (r.check)(s, o))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flatten()
+        .collect();
     if !out.is_empty() {
         locate(s, &mut out);
     }
