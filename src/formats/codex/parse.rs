@@ -741,7 +741,7 @@ impl<'de> serde::Deserialize<'de> for Counts {
     }
 }
 
-/// The fields of a response item read typed (see [`Loader::typed_item`]):
+/// The fields of a response item read typed (see [`typed`]):
 /// tool calls, tool outputs given as a string, and reasoning. Any other
 /// item type, a repeated key or a string that cannot be read is refused,
 /// and the line is read as a tree.
@@ -1217,70 +1217,6 @@ impl Loader {
         self.push(m);
     }
 
-    /// A response item read typed ([`ItemFields`]): `None` (nothing
-    /// changed) when it needs its tree.
-    fn typed_item(
-        &mut self,
-        item: &ItemFields<'_>,
-        timestamp: Option<&serde_json::value::RawValue>,
-        line: LineRef,
-    ) -> Option<()> {
-        let time = match timestamp {
-            Some(t) => raw_str(Some(t))?
-                .as_deref()
-                .and_then(time_ms_of)
-                .unwrap_or(self.time),
-            None => self.time,
-        };
-        let m = typed_item_message(item, &ids::line(line.line.get()), line, time)?;
-        self.time = time;
-        self.first = false;
-        self.last_answer = None;
-        let trigger = self.last_request;
-        self.take(vec![m], trigger, None);
-        Some(())
-    }
-
-    /// A line taken from its typed read ([`envelope`]): `None` when it
-    /// needs its tree (a header, compaction, or response item
-    /// [`ItemFields`] does not take, or any shape the typed read does not
-    /// take, such as repeated keys; the tree reader then decides).
-    fn fast_line(&mut self, e: Envelope<'_>, line: LineRef) -> Option<()> {
-        let ty = e.ty?;
-        if let Some(item) = &e.item {
-            return self.typed_item(item, e.timestamp, line);
-        }
-        // A header, compaction or item left to the tree was refused by the
-        // envelope's read; what is left here is every other line type.
-        let p = e.payload?;
-        let sub = raw_str(p.ty)?;
-        if let Some(t) = e.timestamp {
-            self.time = raw_str(Some(t))?
-                .as_deref()
-                .and_then(time_ms_of)
-                .unwrap_or(self.time);
-        }
-        self.first = false;
-        self.other(
-            Other {
-                ty: &ty,
-                sub: sub.as_deref(),
-                model: raw_str(p.model)?.as_deref(),
-                window: p.model_context_window.0,
-                info: p.info.as_ref().map(|i| TokenInfo {
-                    window: i.window,
-                    total: i.total.map(|t| Total::Raw(t.get())),
-                    last: i
-                        .last
-                        .as_ref()
-                        .map_or_else(|| Counts::default().usage(), Counts::usage),
-                }),
-            },
-            line,
-        );
-        Some(())
-    }
-
     /// Whether a count's `total_token_usage` differs from the previous
     /// count's (then it reports a request), keeping it as the previous. The
     /// same text is the same value; other text is compared as JSON values.
@@ -1417,7 +1353,7 @@ impl Loader {
 
 /// Reads a whole rollout from `r`: `path` names it in problems, `id` is the
 /// session id when the header names none.
-pub fn load(r: impl Read, path: &Path, id: &str) -> std::io::Result<Session> {
+pub fn load(r: impl Read + Send, path: &Path, id: &str) -> std::io::Result<Session> {
     load_lines(r, path, id, true, 0, 1 << 20).map(|(s, _)| s)
 }
 
@@ -1425,7 +1361,7 @@ pub fn load(r: impl Read, path: &Path, id: &str) -> std::io::Result<Session> {
 /// estimate on the high side): room for one message per line reserved up
 /// front (more for a `compacted` line's history), reads sized to the file.
 pub fn load_sized(
-    r: impl Read,
+    r: impl Read + Send,
     path: &Path,
     id: &str,
     lines: u64,
@@ -1436,7 +1372,7 @@ pub fn load_sized(
 
 /// The typed read of one line (`body`, no line ending), without building
 /// its tree: `None` for a blank line or one the typed read does not take
-/// (see [`Loader::fast_line`]). Reads no loader state, so the lines of a
+/// (see [`typed`]). Reads no loader state, so the lines of a
 /// block are read on every core.
 fn envelope(body: &[u8]) -> Option<Envelope<'_>> {
     if body.iter().all(u8::is_ascii_whitespace) {
@@ -1454,11 +1390,230 @@ fn envelope(body: &[u8]) -> Option<Envelope<'_>> {
 /// more than it saves).
 const PARALLEL_FROM_LINES: usize = 64;
 
+/// What one line of a rollout gives, read from the line alone (no loader
+/// state), so the lines of a block are read on every core; owns nothing of
+/// the block's buffer, so the next block is read while this one is taken in.
+enum Pre {
+    /// Only whitespace.
+    Blank,
+    /// A response item read typed ([`ItemFields`]): its message, built with
+    /// the line's own timestamp (`time`, ms), or with 0 when it has none
+    /// the loader can read (the loader's current time then replaces it).
+    Item { time: Option<i64>, m: Message },
+    /// Any other line read typed ([`OwnedOther`]).
+    Other(OwnedOther),
+    /// A JSON object the typed read does not take: its tree.
+    Tree(Value),
+    /// Not a JSON object: the reader's message.
+    Bad(String),
+}
+
+/// [`Other`], owned: what the typed read took of a line that is not a
+/// header, response item or compaction.
+struct OwnedOther {
+    /// The line's own timestamp (ms), when it has one the loader can read.
+    time: Option<i64>,
+    ty: Box<str>,
+    sub: Option<Box<str>>,
+    model: Option<Box<str>>,
+    window: Option<u64>,
+    /// `info`: `model_context_window`, the text of `total_token_usage`,
+    /// and `last_token_usage`.
+    info: Option<(Option<u64>, Option<Box<str>>, Usage)>,
+}
+
+/// A timestamp read typed: `Some(None)` when absent or not a time the
+/// loader reads, `None` when its string cannot be read.
+fn raw_time(t: Option<&serde_json::value::RawValue>) -> Option<Option<i64>> {
+    match t {
+        Some(t) => Some(raw_str(Some(t))?.as_deref().and_then(time_ms_of)),
+        None => Some(None),
+    }
+}
+
+/// A line taken from its typed read ([`envelope`]): `None` when it needs
+/// its tree (a header, compaction, or response item [`ItemFields`] does
+/// not take, or any shape the typed read does not take, such as repeated
+/// keys; the tree reader then decides).
+fn typed(e: Envelope<'_>, line: LineRef) -> Option<Pre> {
+    let ty = e.ty?;
+    if let Some(item) = &e.item {
+        let time = raw_time(e.timestamp)?;
+        let id = ids::line(line.line.get());
+        let m = typed_item_message(item, &id, line, time.unwrap_or(0))?;
+        return Some(Pre::Item { time, m });
+    }
+    // A header, compaction or item left to the tree was refused by the
+    // envelope's read; what is left here is every other line type.
+    let p = e.payload?;
+    let sub = raw_str(p.ty)?;
+    let time = raw_time(e.timestamp)?;
+    let model = raw_str(p.model)?;
+    Some(Pre::Other(OwnedOther {
+        time,
+        ty: ty.into(),
+        sub: sub.map(Into::into),
+        model: model.map(Into::into),
+        window: p.model_context_window.0,
+        info: p.info.as_ref().map(|i| {
+            (
+                i.window,
+                i.total.map(|t| t.get().into()),
+                i.last
+                    .as_ref()
+                    .map_or_else(|| Counts::default().usage(), Counts::usage),
+            )
+        }),
+    }))
+}
+
+/// [`Pre`] of one line (`body`, no line ending): typed when `fast` and the
+/// typed read takes it, else its tree.
+fn pre_read(body: &[u8], fast: bool, line: LineRef) -> Pre {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Pre::Blank;
+    }
+    if let Some(p) = fast
+        .then(|| envelope(body))
+        .flatten()
+        .and_then(|e| typed(e, line))
+    {
+        return p;
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v) if v.is_object() => Pre::Tree(v),
+        Ok(_) => Pre::Bad("expected a JSON object".to_string()),
+        Err(e) => Pre::Bad(format!("invalid JSON: {e}")),
+    }
+}
+
+/// The lines of one block read ([`pre_read`]): where each sits, whether it
+/// ends with a newline, and what it gives.
+type Block = Vec<(LineRef, bool, Pre)>;
+
+/// Reads the next block of lines from `r` (`None` at the end), each line
+/// read on every core of the current thread pool: `n` lines and `offset`
+/// bytes came before it. Errors: the reader's.
+fn read_block<R: Read>(
+    r: &mut crate::formats::LineReader<R>,
+    fast: bool,
+    n: &mut u64,
+    offset: &mut u64,
+) -> std::io::Result<Option<Block>> {
+    use rayon::prelude::*;
+    let Some(block) = r.next_lines()? else {
+        return Ok(None);
+    };
+    let mut lines: Vec<(LineRef, &[u8])> = Vec::new();
+    for buf in crate::formats::lines_inclusive(block) {
+        let read = buf.len() as u64;
+        lines.push((
+            LineRef {
+                file: 0,
+                line: std::num::NonZeroU64::MIN.saturating_add(*n),
+                offset: *offset,
+                bytes: read,
+            },
+            buf,
+        ));
+        *n += 1;
+        *offset += read;
+    }
+    let pre = |&(line, buf): &(LineRef, &[u8])| {
+        (
+            line,
+            buf.ends_with(b"\n"),
+            pre_read(trim_eol(buf), fast, line),
+        )
+    };
+    Ok(Some(if lines.len() < PARALLEL_FROM_LINES {
+        lines.iter().map(pre).collect()
+    } else {
+        lines.par_iter().with_min_len(16).map(pre).collect()
+    }))
+}
+
+impl Loader {
+    /// Takes the lines of one block ([`read_block`]) in file order; answers
+    /// how many were taken from their typed read.
+    fn take_block(&mut self, block: Block, path: &Path) -> u64 {
+        let mut typed = 0;
+        for (line, complete, pre) in block {
+            let (n, read) = (line.line.get(), line.bytes);
+            match pre {
+                Pre::Blank => self.s.other_bytes += read,
+                Pre::Item { time, mut m } => {
+                    typed += 1;
+                    let time = time.unwrap_or_else(|| {
+                        m.time_created = self.time;
+                        m.time_completed = Some(self.time);
+                        self.time
+                    });
+                    self.time = time;
+                    self.first = false;
+                    self.last_answer = None;
+                    let trigger = self.last_request;
+                    self.take(vec![m], trigger, None);
+                }
+                Pre::Other(o) => {
+                    typed += 1;
+                    if let Some(t) = o.time {
+                        self.time = t;
+                    }
+                    self.first = false;
+                    self.other(
+                        Other {
+                            ty: &o.ty,
+                            sub: o.sub.as_deref(),
+                            model: o.model.as_deref(),
+                            window: o.window,
+                            info: o.info.as_ref().map(|(window, total, last)| TokenInfo {
+                                window: *window,
+                                total: total.as_deref().map(Total::Raw),
+                                last: *last,
+                            }),
+                        },
+                        line,
+                    );
+                }
+                Pre::Tree(v) => self.line(&v, line),
+                Pre::Bad(err) => {
+                    self.s.other_bytes += read;
+                    self.first = false;
+                    let torn = !complete;
+                    self.s.problems.push(LoadProblem {
+                        location: format!("{}:line {n}", path.display()),
+                        id: Some(ids::line(n).to_string()),
+                        error: if torn {
+                            format!("last line has no newline and is not complete JSON ({read} bytes): {err}")
+                        } else {
+                            err
+                        },
+                        kind: if torn {
+                            ProblemKind::TornTail
+                        } else {
+                            ProblemKind::Unreadable
+                        },
+                        file: Some(0),
+                        line: Some(n),
+                        row: None,
+                    });
+                }
+            }
+        }
+        typed
+    }
+}
+
 /// [`load`], with the typed read of non-item lines and of the items
 /// [`ItemFields`] takes (`fast`), or every line through a tree (the two must agree: a test loads every fixture both ways).
-/// Also answers how many lines the typed read took.
+/// Also answers how many lines the typed read took. Two stages overlap:
+/// while one block's lines are taken in file order (what depends on
+/// earlier lines: usage owners, tool pairing, the model, times), the next
+/// block is read and its lines parsed on every core ([`read_block`]), so
+/// the session is the same for any number of threads.
 fn load_lines(
-    r: impl Read,
+    r: impl Read + Send,
     path: &Path,
     id: &str,
     fast: bool,
@@ -1492,76 +1647,14 @@ fn load_lines(
     let mut r = crate::formats::LineReader::new(r, size_hint);
     let mut offset = 0u64;
     let mut n = 0u64;
-    while let Some(block) = r.next_lines()? {
-        // Each line's typed read on every core, then each line in order.
-        let bodies: Vec<&[u8]> = crate::formats::lines_inclusive(block).collect();
-        let envelopes: Vec<Option<Envelope<'_>>> = if !fast {
-            Vec::new()
-        } else if bodies.len() < PARALLEL_FROM_LINES {
-            bodies.iter().map(|b| envelope(trim_eol(b))).collect()
-        } else {
-            use rayon::prelude::*;
-            bodies
-                .par_iter()
-                .with_min_len(16)
-                .map(|b| envelope(trim_eol(b)))
-                .collect()
-        };
-        let mut envelopes = envelopes.into_iter();
-        for buf in bodies {
-            let e = envelopes.next().flatten();
-            let read = buf.len() as u64;
-            let number = std::num::NonZeroU64::MIN.saturating_add(n);
-            n += 1;
-            let line = LineRef {
-                file: 0,
-                line: number,
-                offset,
-                bytes: read,
-            };
-            offset += read;
-            let complete = buf.ends_with(b"\n");
-            let body = trim_eol(buf);
-            if body.iter().all(u8::is_ascii_whitespace) {
-                l.s.other_bytes += read;
-                continue;
-            }
-            if let Some(e) = e {
-                if l.fast_line(e, line).is_some() {
-                    typed += 1;
-                    continue;
-                }
-            }
-            match serde_json::from_slice::<Value>(body) {
-                Ok(v) if v.is_object() => l.line(&v, line),
-                Ok(_) | Err(_) => {
-                    let err = match serde_json::from_slice::<Value>(body) {
-                        Ok(_) => "expected a JSON object".to_string(),
-                        Err(e) => format!("invalid JSON: {e}"),
-                    };
-                    l.s.other_bytes += read;
-                    l.first = false;
-                    let torn = !complete;
-                    l.s.problems.push(LoadProblem {
-                        location: format!("{}:line {n}", path.display()),
-                        id: Some(ids::line(n).to_string()),
-                        error: if torn {
-                            format!("last line has no newline and is not complete JSON ({read} bytes): {err}")
-                        } else {
-                            err
-                        },
-                        kind: if torn {
-                            ProblemKind::TornTail
-                        } else {
-                            ProblemKind::Unreadable
-                        },
-                        file: Some(0),
-                        line: Some(n),
-                        row: None,
-                    });
-                }
-            }
-        }
+    let mut pending = read_block(&mut r, fast, &mut n, &mut offset)?;
+    while let Some(block) = pending {
+        let (next, took) = rayon::join(
+            || read_block(&mut r, fast, &mut n, &mut offset),
+            || l.take_block(block, path),
+        );
+        typed += took;
+        pending = next?;
     }
     if l.s.id.is_empty() {
         l.s.id = id.to_string();
