@@ -13,7 +13,7 @@ pub mod opencode;
 pub mod sqlite;
 
 use crate::edit::{Applier, Edit, LineRun, StoredChange};
-use crate::model::{Agent, Session};
+use crate::model::{Agent, LineRef, Session};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -755,6 +755,55 @@ impl<R: std::io::Read> LineReader<R> {
         }
         Ok(self.buf.get(start..self.start))
     }
+}
+
+/// Blocks of fewer lines than this are read on one core (the split costs
+/// more than it saves).
+const PARALLEL_FROM_LINES: usize = 64;
+
+/// One block of a JSONL file, each line read by a format's line reader:
+/// where the line sits, whether it ends with a newline, and what the reader
+/// made of it (owning nothing of the read buffer, so the next block can be
+/// read while this one is taken in).
+pub(crate) type ReadBlock<T> = Vec<(LineRef, bool, T)>;
+
+/// Reads the next block of lines of file `file` from `r` (`None` at the
+/// end) and each of its lines with `read` (given the line with its line
+/// ending), on every core of the current thread pool; `n` lines and
+/// `offset` bytes came before it, and count this block's after it.
+/// Errors: the reader's.
+pub(crate) fn read_block<R: std::io::Read, T: Send>(
+    r: &mut LineReader<R>,
+    file: usize,
+    n: &mut u64,
+    offset: &mut u64,
+    read: impl Fn(LineRef, &[u8]) -> T + Sync,
+) -> std::io::Result<Option<ReadBlock<T>>> {
+    use rayon::prelude::*;
+    let Some(block) = r.next_lines()? else {
+        return Ok(None);
+    };
+    let mut lines: Vec<(LineRef, &[u8])> = Vec::new();
+    for l in lines_inclusive(block) {
+        let bytes = l.len() as u64;
+        lines.push((
+            LineRef {
+                file,
+                line: std::num::NonZeroU64::MIN.saturating_add(*n),
+                offset: *offset,
+                bytes,
+            },
+            l,
+        ));
+        *n += 1;
+        *offset += bytes;
+    }
+    let one = |&(line, l): &(LineRef, &[u8])| (line, l.ends_with(b"\n"), read(line, l));
+    Ok(Some(if lines.len() < PARALLEL_FROM_LINES {
+        lines.iter().map(one).collect()
+    } else {
+        lines.par_iter().with_min_len(16).map(one).collect()
+    }))
 }
 
 /// The lines of `block`, each with its `\n` (a last line without one as it

@@ -837,10 +837,6 @@ impl<S: std::hash::BuildHasher> FirstIds<S> {
     }
 }
 
-/// Blocks of fewer lines than this are read on one core (the split costs
-/// more than it saves).
-const PARALLEL_FROM_LINES: usize = 64;
-
 /// Reads one line (`buf`, its newline included) of file `fi` at `line`.
 fn read_line(buf: &[u8], line: LineRef, fi: usize) -> LineRead {
     let body = buf.trim_ascii_end();
@@ -892,55 +888,16 @@ fn read_line(buf: &[u8], line: LineRef, fi: usize) -> LineRead {
     })
 }
 
-/// The lines of one block read ([`read_line`]): where each sits, whether
-/// it ends with a newline, and what it holds. Owns nothing of the block's
-/// buffer, so the next block can be read while this one is taken in.
-type Block = Vec<(LineRef, bool, LineRead)>;
-
-/// Reads the next block of lines from `r` (`None` at the end), each line
-/// read on every core of the current thread pool: `n` lines and `offset`
-/// bytes came before it. Errors: the reader's.
-fn read_block<R: Read>(
-    r: &mut crate::formats::LineReader<R>,
-    fi: usize,
-    n: &mut u64,
-    offset: &mut u64,
-) -> std::io::Result<Option<Block>> {
-    use rayon::prelude::*;
-    let Some(buf) = r.next_lines()? else {
-        return Ok(None);
-    };
-    let mut block: Vec<(LineRef, &[u8])> = Vec::new();
-    for l in crate::formats::lines_inclusive(buf) {
-        let len = l.len() as u64;
-        let number = std::num::NonZeroU64::MIN.saturating_add(*n);
-        *n += 1;
-        block.push((
-            LineRef {
-                file: fi,
-                line: number,
-                offset: *offset,
-                bytes: len,
-            },
-            l,
-        ));
-        *offset += len;
-    }
-    let read = |&(line, l): &(LineRef, &[u8])| (line, l.ends_with(b"\n"), read_line(l, line, fi));
-    Ok(Some(if block.len() < PARALLEL_FROM_LINES {
-        block.iter().map(read).collect()
-    } else {
-        block.par_iter().with_min_len(16).map(read).collect()
-    }))
-}
+/// The lines of one block read ([`read_line`]).
+type Block = crate::formats::ReadBlock<LineRead>;
 
 /// Streams one file into `s` up to its size when opened (the snapshot's
 /// length, returned). `fi` is the file's index in `s.files`. Two stages
 /// overlap: while the lines of one block are taken into the session in
 /// file order (what depends on earlier lines: duplicate ids, load
 /// problems, titles), the next block is read and its lines parsed on every
-/// core of the current thread pool ([`read_block`]), so the session is the
-/// same for any number of threads.
+/// core of the current thread pool ([`crate::formats::read_block`]), so the
+/// session is the same for any number of threads.
 fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Result<u64> {
     let f = crate::fsx::open_regular(path)
         .with_context(|| format!("{}: cannot open", path.display()))?;
@@ -957,12 +914,13 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     // uuid -> its first message in this file
     let mut seen = FirstIds::<rustc_hash::FxBuildHasher>::default();
     let cannot_read = |n: u64| format!("{}: cannot read after line {n}", path.display());
-    let mut pending =
-        read_block(&mut r, fi, &mut n, &mut offset).with_context(|| cannot_read(0))?;
+    let read = |line: LineRef, l: &[u8]| read_line(l, line, fi);
+    let mut pending = crate::formats::read_block(&mut r, fi, &mut n, &mut offset, read)
+        .with_context(|| cannot_read(0))?;
     while let Some(block) = pending {
         let before = n;
         let (next, ()) = rayon::join(
-            || read_block(&mut r, fi, &mut n, &mut offset),
+            || crate::formats::read_block(&mut r, fi, &mut n, &mut offset, read),
             || take_block(s, block, path, &mut seen, titles),
         );
         pending = next.with_context(|| cannot_read(before))?;
@@ -970,7 +928,8 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     Ok(file_len)
 }
 
-/// Takes the lines of one block read ([`read_block`]) into `s`, in file order.
+/// Takes the lines of one block read ([`crate::formats::read_block`]) into
+/// `s`, in file order.
 fn take_block(
     s: &mut Session,
     block: Block,

@@ -1386,10 +1386,6 @@ fn envelope(body: &[u8]) -> Option<Envelope<'_>> {
     serde_json::from_slice(body).ok()
 }
 
-/// Blocks of fewer lines than this are read on one core (the split costs
-/// more than it saves).
-const PARALLEL_FROM_LINES: usize = 64;
-
 /// What one line of a rollout gives, read from the line alone (no loader
 /// state), so the lines of a block are read on every core; owns nothing of
 /// the block's buffer, so the next block is read while this one is taken in.
@@ -1487,54 +1483,11 @@ fn pre_read(body: &[u8], fast: bool, line: LineRef) -> Pre {
     }
 }
 
-/// The lines of one block read ([`pre_read`]): where each sits, whether it
-/// ends with a newline, and what it gives.
-type Block = Vec<(LineRef, bool, Pre)>;
-
-/// Reads the next block of lines from `r` (`None` at the end), each line
-/// read on every core of the current thread pool: `n` lines and `offset`
-/// bytes came before it. Errors: the reader's.
-fn read_block<R: Read>(
-    r: &mut crate::formats::LineReader<R>,
-    fast: bool,
-    n: &mut u64,
-    offset: &mut u64,
-) -> std::io::Result<Option<Block>> {
-    use rayon::prelude::*;
-    let Some(block) = r.next_lines()? else {
-        return Ok(None);
-    };
-    let mut lines: Vec<(LineRef, &[u8])> = Vec::new();
-    for buf in crate::formats::lines_inclusive(block) {
-        let read = buf.len() as u64;
-        lines.push((
-            LineRef {
-                file: 0,
-                line: std::num::NonZeroU64::MIN.saturating_add(*n),
-                offset: *offset,
-                bytes: read,
-            },
-            buf,
-        ));
-        *n += 1;
-        *offset += read;
-    }
-    let pre = |&(line, buf): &(LineRef, &[u8])| {
-        (
-            line,
-            buf.ends_with(b"\n"),
-            pre_read(trim_eol(buf), fast, line),
-        )
-    };
-    Ok(Some(if lines.len() < PARALLEL_FROM_LINES {
-        lines.iter().map(pre).collect()
-    } else {
-        lines.par_iter().with_min_len(16).map(pre).collect()
-    }))
-}
+/// The lines of one block read ([`pre_read`]).
+type Block = crate::formats::ReadBlock<Pre>;
 
 impl Loader {
-    /// Takes the lines of one block ([`read_block`]) in file order; answers
+    /// Takes the lines of one block ([`crate::formats::read_block`]) in file order; answers
     /// how many were taken from their typed read.
     fn take_block(&mut self, block: Block, path: &Path) -> u64 {
         let mut typed = 0;
@@ -1610,8 +1563,9 @@ impl Loader {
 /// Also answers how many lines the typed read took. Two stages overlap:
 /// while one block's lines are taken in file order (what depends on
 /// earlier lines: usage owners, tool pairing, the model, times), the next
-/// block is read and its lines parsed on every core ([`read_block`]), so
-/// the session is the same for any number of threads.
+/// block is read and its lines parsed on every core
+/// ([`crate::formats::read_block`]), so the session is the same for any
+/// number of threads.
 fn load_lines(
     r: impl Read + Send,
     path: &Path,
@@ -1647,10 +1601,11 @@ fn load_lines(
     let mut r = crate::formats::LineReader::new(r, size_hint);
     let mut offset = 0u64;
     let mut n = 0u64;
-    let mut pending = read_block(&mut r, fast, &mut n, &mut offset)?;
+    let read = |line: LineRef, buf: &[u8]| pre_read(trim_eol(buf), fast, line);
+    let mut pending = crate::formats::read_block(&mut r, 0, &mut n, &mut offset, read)?;
     while let Some(block) = pending {
         let (next, took) = rayon::join(
-            || read_block(&mut r, fast, &mut n, &mut offset),
+            || crate::formats::read_block(&mut r, 0, &mut n, &mut offset, read),
             || l.take_block(block, path),
         );
         typed += took;
