@@ -39,6 +39,7 @@ use crate::measure::{has_compact_marker, parse_data_url};
 use crate::model::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
@@ -520,12 +521,14 @@ pub fn usage_of(u: &Value) -> Usage {
 
 /// What the loader reads of a line that is not a header, response item or
 /// compaction (`event_msg`, `turn_context`, ...): the rest is measured, not kept.
+/// Borrowed from a line's tree, or owned from its typed read (which drops
+/// the line's buffer before the loader takes it).
 struct Other<'a> {
-    ty: &'a str,
+    ty: Cow<'a, str>,
     /// `payload.type` (the event type of an `event_msg`).
-    sub: Option<&'a str>,
+    sub: Option<Cow<'a, str>>,
     /// `payload.model` (a `turn_context`'s model).
-    model: Option<&'a str>,
+    model: Option<Cow<'a, str>>,
     /// `payload.model_context_window` (a `task_started` event's).
     window: Option<u64>,
     /// `payload.info` (a `token_count` event's usage), when not null.
@@ -548,7 +551,7 @@ struct TokenInfo<'a> {
 /// A count's `total_token_usage`: the text of its JSON from the typed read,
 /// or its tree.
 enum Total<'a> {
-    Raw(&'a str),
+    Raw(Cow<'a, str>),
     Tree(&'a Value),
 }
 
@@ -1099,9 +1102,9 @@ impl Loader {
                 let payload = |k: &str| p.and_then(|p| p.get(k));
                 self.other(
                     Other {
-                        ty: &ty,
-                        sub: sub.as_deref(),
-                        model: payload("model").and_then(Value::as_str),
+                        ty: Cow::Borrowed(&ty),
+                        sub: sub.as_deref().map(Cow::Borrowed),
+                        model: payload("model").and_then(Value::as_str).map(Cow::Borrowed),
                         window: payload("model_context_window").and_then(Value::as_u64),
                         info: payload("info")
                             .filter(|i| !i.is_null())
@@ -1184,16 +1187,17 @@ impl Loader {
     /// module notes): one message without parts, and what the loader learns
     /// from it (the model, the context window, a request's usage).
     fn other(&mut self, o: Other<'_>, line: LineRef) {
-        if !matches!(o.ty, "event_msg" | "turn_context" | "record_type") {
-            *self.extra_types.entry(o.ty.to_string()).or_default() += 1;
+        let ty = &*o.ty;
+        if !matches!(ty, "event_msg" | "turn_context" | "record_type") {
+            *self.extra_types.entry(ty.to_string()).or_default() += 1;
         }
-        if o.ty == "turn_context" {
+        if ty == "turn_context" {
             if let Some(md) = o.model {
-                self.model = Some(md.to_string());
+                self.model = Some(md.into_owned());
             }
         }
-        if o.ty == "event_msg" {
-            match o.sub {
+        if ty == "event_msg" {
+            match o.sub.as_deref() {
                 Some("task_started") => {
                     if let Some(w) = o.window {
                         self.window = Some(w);
@@ -1203,9 +1207,9 @@ impl Loader {
                 _ => {}
             }
         }
-        let role = match o.sub {
-            Some(sub) if o.ty == "event_msg" => format!("{}/{sub}", o.ty),
-            _ => o.ty.to_string(),
+        let role = match o.sub.as_deref() {
+            Some(sub) if ty == "event_msg" => format!("{ty}/{sub}"),
+            _ => ty.to_string(),
         };
         let mut m = message(
             &ids::line(line.line.get()),
@@ -1223,12 +1227,12 @@ impl Loader {
     fn new_total(&mut self, t: Total<'_>) -> bool {
         let v = match t {
             Total::Raw(raw) => {
-                if self.prev_total_raw.as_deref() == Some(raw) {
+                if self.prev_total_raw.as_deref() == Some(&*raw) {
                     return false;
                 }
                 // The typed read took this text as JSON, so it parses.
-                let v = serde_json::from_str(raw).unwrap_or(Value::Null);
-                self.prev_total_raw = Some(raw.into());
+                let v = serde_json::from_str(&raw).unwrap_or(Value::Null);
+                self.prev_total_raw = Some(raw.into_owned().into_boxed_str());
                 v
             }
             Total::Tree(v) => {
@@ -1396,26 +1400,16 @@ enum Pre {
     /// the line's own timestamp (`time`, ms), or with 0 when it has none
     /// the loader can read (the loader's current time then replaces it).
     Item { time: Option<i64>, m: Message },
-    /// Any other line read typed ([`OwnedOther`]).
-    Other(OwnedOther),
+    /// Any other line read typed, with the line's own timestamp (`time`,
+    /// ms) when it has one the loader can read.
+    Other {
+        time: Option<i64>,
+        o: Other<'static>,
+    },
     /// A JSON object the typed read does not take: its tree.
     Tree(Value),
     /// Not a JSON object: the reader's message.
     Bad(String),
-}
-
-/// [`Other`], owned: what the typed read took of a line that is not a
-/// header, response item or compaction.
-struct OwnedOther {
-    /// The line's own timestamp (ms), when it has one the loader can read.
-    time: Option<i64>,
-    ty: Box<str>,
-    sub: Option<Box<str>>,
-    model: Option<Box<str>>,
-    window: Option<u64>,
-    /// `info`: `model_context_window`, the text of `total_token_usage`,
-    /// and `last_token_usage`.
-    info: Option<(Option<u64>, Option<Box<str>>, Usage)>,
 }
 
 /// A timestamp read typed: `Some(None)` when absent or not a time the
@@ -1445,22 +1439,24 @@ fn typed(e: Envelope<'_>, line: LineRef) -> Option<Pre> {
     let sub = raw_str(p.ty)?;
     let time = raw_time(e.timestamp)?;
     let model = raw_str(p.model)?;
-    Some(Pre::Other(OwnedOther {
+    let owned = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+    Some(Pre::Other {
         time,
-        ty: ty.into(),
-        sub: sub.map(Into::into),
-        model: model.map(Into::into),
-        window: p.model_context_window.0,
-        info: p.info.as_ref().map(|i| {
-            (
-                i.window,
-                i.total.map(|t| t.get().into()),
-                i.last
+        o: Other {
+            ty: owned(ty),
+            sub: sub.map(owned),
+            model: model.map(owned),
+            window: p.model_context_window.0,
+            info: p.info.as_ref().map(|i| TokenInfo {
+                window: i.window,
+                total: i.total.map(|t| Total::Raw(Cow::Owned(t.get().to_string()))),
+                last: i
+                    .last
                     .as_ref()
                     .map_or_else(|| Counts::default().usage(), Counts::usage),
-            )
-        }),
-    }))
+            }),
+        },
+    })
 }
 
 /// [`Pre`] of one line (`body`, no line ending): typed when `fast` and the
@@ -1508,26 +1504,13 @@ impl Loader {
                     let trigger = self.last_request;
                     self.take(vec![m], trigger, None);
                 }
-                Pre::Other(o) => {
+                Pre::Other { time, o } => {
                     typed += 1;
-                    if let Some(t) = o.time {
+                    if let Some(t) = time {
                         self.time = t;
                     }
                     self.first = false;
-                    self.other(
-                        Other {
-                            ty: &o.ty,
-                            sub: o.sub.as_deref(),
-                            model: o.model.as_deref(),
-                            window: o.window,
-                            info: o.info.as_ref().map(|(window, total, last)| TokenInfo {
-                                window: *window,
-                                total: total.as_deref().map(Total::Raw),
-                                last: *last,
-                            }),
-                        },
-                        line,
-                    );
+                    self.other(o, line);
                 }
                 Pre::Tree(v) => self.line(&v, line),
                 Pre::Bad(err) => {
