@@ -51,6 +51,20 @@ impl SqliteStore {
         self.snap.connect()
     }
 
+    /// A connection for [`DbRows`], in a read transaction (ended when the
+    /// connection is dropped): the rows come from one state of the file,
+    /// and SQLite takes its read lock once, not once per row.
+    fn rows(&self) -> Result<Connection> {
+        let conn = self.conn()?;
+        conn.execute_batch("BEGIN").map_err(|e| {
+            anyhow!(
+                "{}: cannot start a read transaction: {e}",
+                self.path.display()
+            )
+        })?;
+        Ok(conn)
+    }
+
     fn loc(&self, table: &str, id: &str) -> String {
         format!("{}: {table} row {id}", self.path.display())
     }
@@ -237,11 +251,12 @@ impl Store for SqliteStore {
         let mut st = self.prepare(
             &conn,
             "part",
-            "SELECT rowid, id, message_id, data FROM part WHERE session_id = ?1 ORDER BY id COLLATE BINARY",
+            "SELECT rowid, id, message_id, data FROM part WHERE session_id = ?1",
         )?;
         let mut rows = st.query([id]).map_err(|e| fail("part", e))?;
-        // Each part goes under its message as it is read, in part id order
-        // (byte order, as Rust compares ids, whatever the column collation).
+        // Each part goes under its message as it is read, in the store's
+        // order; the sink puts each message's parts in part id order (byte
+        // order, as Rust compares ids, whatever the column collation).
         sort_messages(&mut session);
         let mut parts = PartSink::new(&session.messages);
         while let Some(r) = rows.next().map_err(|e| fail("part", e))? {
@@ -298,14 +313,14 @@ impl Store for SqliteStore {
 
 impl Applier for SqliteStore {
     fn apply(&self, session: &Session, edits: &[Edit]) -> Result<Session> {
-        let conn = self.conn()?;
+        let conn = self.rows()?;
         edit::apply(session, edits, Layout::Sqlite, &DbRows(&conn, &self.path))
     }
     fn apply_owned(&self, session: Session, edits: &[Edit]) -> Result<Session> {
         self.apply_after(session, &[], edits)
     }
     fn apply_after(&self, session: Session, earlier: &[Edit], edits: &[Edit]) -> Result<Session> {
-        let conn = self.conn()?;
+        let conn = self.rows()?;
         edit::apply_after(
             session,
             earlier,
@@ -343,18 +358,17 @@ impl Copier for SqliteStore {
     }
 }
 
-/// Re-reads stored rows of the snapshot for [`edit::apply`].
+/// Re-reads stored rows of the snapshot for [`edit::apply`], on a
+/// connection inside one read transaction (see [`SqliteStore::rows`]), each
+/// query prepared once.
 struct DbRows<'a>(&'a Connection, &'a Path);
 
 impl edit::RawRows for DbRows<'_> {
     fn message(&self, session_id: &str, message_id: &str) -> Result<Value> {
         let data: String = self
             .0
-            .query_row(
-                "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",
-                [message_id, session_id],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT data FROM message WHERE id = ?1 AND session_id = ?2")
+            .and_then(|mut st| st.query_row([message_id, session_id], |r| r.get(0)))
             .with_context(|| format!("{}: message row {message_id}", self.1.display()))?;
         serde_json::from_str(&data)
             .with_context(|| format!("{}: message row {message_id}", self.1.display()))
@@ -363,11 +377,8 @@ impl edit::RawRows for DbRows<'_> {
     fn part(&self, message_id: &str, part_id: &str) -> Result<Value> {
         let data: String = self
             .0
-            .query_row(
-                "SELECT data FROM part WHERE id = ?1 AND message_id = ?2",
-                [part_id, message_id],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT data FROM part WHERE id = ?1 AND message_id = ?2")
+            .and_then(|mut st| st.query_row([part_id, message_id], |r| r.get(0)))
             .with_context(|| format!("{}: part row {part_id}", self.1.display()))?;
         serde_json::from_str(&data)
             .with_context(|| format!("{}: part row {part_id}", self.1.display()))
