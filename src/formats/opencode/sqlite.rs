@@ -99,7 +99,8 @@ fn id_of(r: &rusqlite::Row<'_>, idx: usize, what: &str) -> std::result::Result<S
 
 /// The JSON text of a `data` column, with its stored size in bytes; a value
 /// over [`crate::fsx::MAX_JSON_DOC_BYTES`] is refused with its size.
-fn text_of(v: rusqlite::types::ValueRef<'_>) -> std::result::Result<(String, u64), String> {
+/// The text is borrowed from the row (checked as UTF-8, not copied).
+fn text_of(v: rusqlite::types::ValueRef<'_>) -> std::result::Result<(&str, u64), String> {
     match v {
         rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => {
             let n = b.len() as u64;
@@ -109,7 +110,7 @@ fn text_of(v: rusqlite::types::ValueRef<'_>) -> std::result::Result<(String, u64
                     crate::fsx::MAX_JSON_DOC_BYTES >> 20
                 ));
             }
-            String::from_utf8(b.to_vec())
+            std::str::from_utf8(b)
                 .map(|s| (s, n))
                 .map_err(|e| format!("`data` is not UTF-8 text: {e}"))
         }
@@ -230,7 +231,7 @@ impl Store for SqliteStore {
                 .map_err(|e| e.to_string())
                 .and_then(text_of)
                 .and_then(|(text, n)| {
-                    let v: Value = serde_json::from_str(&text)
+                    let v: Value = serde_json::from_str(text)
                         .map_err(|e| format!("invalid JSON in `data`: {e}"))?;
                     parse_message(&mid, v, n, tc)
                 });
@@ -282,7 +283,7 @@ impl Store for SqliteStore {
                 .map_err(|e| e.to_string())
                 .and_then(text_of)
                 .and_then(|(text, n)| {
-                    let v: Value = serde_json::from_str(&text)
+                    let v: Value = serde_json::from_str(text)
                         .map_err(|e| format!("invalid JSON in `data`: {e}"))?;
                     parse_part(&pid, v, n)
                 });
