@@ -88,21 +88,25 @@ fn previous_summary(conn: &Connection, schema: &Schema, sid: &str, before: i64) 
     } else {
         "1 = 1"
     };
-    let sql = format!(
-        "SELECT CAST(content AS BLOB) FROM messages WHERE session_id = ?1 AND id < ?2 AND {active} AND role IN ('user', 'assistant') ORDER BY id DESC"
+    let mut found = None;
+    let _ = super::parse::rows_by_id(
+        conn,
+        "CAST(content AS BLOB)",
+        &format!("session_id = ?1 AND id < ?2 AND {active} AND role IN ('user', 'assistant')"),
+        rusqlite::params![sid, before],
+        true,
+        |r| {
+            let Ok(Some(c)) = r.get::<_, Option<Vec<u8>>>(0) else {
+                return true;
+            };
+            let text = content_text(&String::from_utf8_lossy(&c));
+            if super::parse::is_summary_text(&text) {
+                found = Some(summary_body(&text));
+            }
+            found.is_none()
+        },
     );
-    let mut st = conn.prepare(&sql).ok()?;
-    let mut rows = st.query(rusqlite::params![sid, before]).ok()?;
-    while let Ok(Some(r)) = rows.next() {
-        let Ok(Some(c)) = r.get::<_, Option<Vec<u8>>>(0) else {
-            continue;
-        };
-        let text = content_text(&String::from_utf8_lossy(&c));
-        if super::parse::is_summary_text(&text) {
-            return Some(summary_body(&text));
-        }
-    }
-    None
+    found
 }
 
 /// The text of a stored content value (text parts joined by newlines).
