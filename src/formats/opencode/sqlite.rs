@@ -8,8 +8,9 @@ use crate::edit::Applier;
 use crate::edit::{Change, Edit, StoredChange};
 use crate::formats::sqlite::Snapshot;
 use crate::formats::{Copier, Store};
-use crate::model::{Agent, LoadProblem, ProblemKind, Session};
+use crate::model::{Agent, LoadProblem, Message, Part, ProblemKind, Session};
 use anyhow::{anyhow, bail, Context, Result};
+use rayon::prelude::*;
 use rusqlite::Connection;
 use rusqlite::OptionalExtension;
 use serde_json::Value;
@@ -69,6 +70,172 @@ impl SqliteStore {
         format!("{}: {table} row {id}", self.path.display())
     }
 
+    /// A read error of table `table` while session `id` is loaded.
+    fn fail(&self, id: &str, table: &str, e: rusqlite::Error) -> anyhow::Error {
+        anyhow!(
+            "{}: session {id}: cannot read table {table}: {e}",
+            self.path.display()
+        )
+    }
+
+    /// The problem of a row of `table` that could not be read.
+    fn problem(&self, table: &str, bad: BadRow) -> LoadProblem {
+        let (location, row) = match &bad.id {
+            Some(id) => (self.loc(table, id), format!("{table} {id}")),
+            None => (
+                self.loc(table, &format!("with rowid {}", bad.rowid)),
+                format!("{table} with rowid {}", bad.rowid),
+            ),
+        };
+        LoadProblem {
+            location,
+            id: bad.id,
+            error: bad.error,
+            kind: ProblemKind::Unreadable,
+            file: None,
+            line: None,
+            row: Some(row),
+        }
+    }
+
+    /// Adds a decoded message row to `session`, or its problem.
+    fn take_message(&self, session: &mut Session, m: std::result::Result<Message, BadRow>) {
+        match m {
+            Ok(m) => session.messages.push(m),
+            Err(p) => session.problems.push(self.problem("message", p)),
+        }
+    }
+
+    /// [`Store::load`] of a big session in two overlapping stages: a
+    /// thread steps SQLite through `conn` (in its read transaction) and
+    /// copies blocks of rows, while the rows of the block before are parsed
+    /// on every core of the pool and taken in row order. The same rows, in
+    /// the same order, as the one-thread read gives.
+    fn load_pipelined(
+        &self,
+        conn: Connection,
+        mut session: Session,
+        block_bytes: usize,
+    ) -> Result<Session> {
+        let id = session.id.clone();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Block>(1);
+        let (back, spare) = std::sync::mpsc::channel::<Block>();
+        std::thread::scope(|scope| {
+            let reader = scope.spawn(|| self.read_blocks(conn, &id, block_bytes, tx, spare));
+            let mut blocks = rx.iter();
+            let mut first_parts = None;
+            for mut b in blocks.by_ref() {
+                if b.parts {
+                    first_parts = Some(b);
+                    break;
+                }
+                let decoded: Vec<_> = std::mem::take(&mut b.rows)
+                    .into_par_iter()
+                    .map(|r| {
+                        let data = b.data(&r);
+                        message_row(r.rowid, r.ids.map(|(m, _)| m), r.time, data)
+                    })
+                    .collect();
+                let _ = back.send(b);
+                for m in decoded {
+                    self.take_message(&mut session, m);
+                }
+            }
+            sort_messages(&mut session);
+            let mut sink = PartSink::new(&session.messages);
+            for mut b in first_parts.into_iter().chain(blocks) {
+                let decoded: Vec<_> = std::mem::take(&mut b.rows)
+                    .into_par_iter()
+                    .map(|r| {
+                        let data = b.data(&r);
+                        let ids = r.ids.map(|(p, m)| (p, m.unwrap_or_default()));
+                        part_row(r.rowid, ids, data)
+                    })
+                    .collect();
+                let _ = back.send(b);
+                for p in decoded {
+                    match p {
+                        Ok((mid, p)) => sink.add(mid, p),
+                        Err(p) => session.problems.push(self.problem("part", p)),
+                    }
+                }
+            }
+            let parts = sink.finish();
+            match reader.join() {
+                Ok(r) => r?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+            attach(&mut session, parts);
+            Ok(session)
+        })
+    }
+
+    /// The reading stage of [`SqliteStore::load_pipelined`]: the message
+    /// rows of session `id`, then its part rows, sent in blocks of about
+    /// `block_bytes` of `data`, filling the blocks sent back on `spare`
+    /// again; stops early when the receiver is gone.
+    fn read_blocks(
+        &self,
+        conn: Connection,
+        id: &str,
+        block_bytes: usize,
+        tx: std::sync::mpsc::SyncSender<Block>,
+        spare: std::sync::mpsc::Receiver<Block>,
+    ) -> Result<()> {
+        let fail = |table: &str, e: rusqlite::Error| self.fail(id, table, e);
+        let empty = |parts: bool| {
+            let mut b = spare.try_recv().unwrap_or_default();
+            b.parts = parts;
+            b.rows.clear();
+            b.text.clear();
+            b
+        };
+        for (table, sql) in [("message", MESSAGE_ROWS), ("part", PART_ROWS)] {
+            let parts = table == "part";
+            let mut st = self.prepare(&conn, table, sql)?;
+            let mut rows = st.query([id]).map_err(|e| fail(table, e))?;
+            let mut block = empty(parts);
+            loop {
+                let r = rows.next().map_err(|e| fail(table, e))?;
+                if let Some(r) = r {
+                    let ids = if parts {
+                        part_ids(r).map(|(p, m)| (p, Some(m)))
+                    } else {
+                        id_of(r, 1, "id").map(|m| (m, None))
+                    };
+                    let text = &mut block.text;
+                    let data = r
+                        .get_ref(3)
+                        .map_err(|e| e.to_string())
+                        .and_then(text_of)
+                        .map(|(t, n)| {
+                            let at = text.len();
+                            text.push_str(t);
+                            (at..text.len(), n)
+                        });
+                    block.rows.push(RawRow {
+                        rowid: row_no(r),
+                        ids,
+                        time: if parts { None } else { r.get(2).ok() },
+                        data,
+                    });
+                }
+                let end = r.is_none();
+                if (end && !block.rows.is_empty()) || block.text.len() >= block_bytes {
+                    let full = std::mem::replace(&mut block, empty(parts));
+                    if tx.send(full).is_err() {
+                        return Ok(());
+                    }
+                }
+                if end {
+                    break;
+                }
+            }
+        }
+        let _ = conn.execute_batch("COMMIT");
+        Ok(())
+    }
+
     /// Runs `sql` on table `table`, naming the file and table in errors.
     fn prepare<'c>(
         &self,
@@ -83,6 +250,126 @@ impl SqliteStore {
             )
         })
     }
+}
+
+/// The message rows of a session, in session order (an index has it).
+const MESSAGE_ROWS: &str =
+    "SELECT rowid, id, time_created, data FROM message WHERE session_id = ?1 ORDER BY time_created, id";
+
+/// The part rows of a session, in the store's order: an `ORDER BY id` here
+/// made SQLite sort every row's `data` in a temporary b-tree on disk (1.7 s
+/// of a 1 GB opencode.db's 2.3 s read); [`PartSink`] orders them.
+const PART_ROWS: &str = "SELECT rowid, id, message_id, data FROM part WHERE session_id = ?1";
+
+/// From this many messages on, a session is loaded in two overlapping
+/// stages ([`SqliteStore::load_pipelined`]); below it, a thread and its
+/// channel cost more than they overlap.
+const PIPELINE_FROM_MESSAGES: usize = 2048;
+
+/// About this many bytes of `data` per block of rows sent from the reading
+/// stage to the parsing stage (bytes; two blocks are alive at once).
+const BLOCK_BYTES: usize = 4 << 20;
+
+/// One block of rows from the reading stage, of one table. Blocks go back
+/// to the reader to be filled again: a fresh buffer per block (or per
+/// row) cost a page fault per 4 KiB written, a third of the reader's time.
+#[derive(Default)]
+struct Block {
+    /// Rows of `part` (else of `message`).
+    parts: bool,
+    rows: Vec<RawRow>,
+    /// The rows' `data`, one after another.
+    text: String,
+}
+
+impl Block {
+    /// The `data` of row `r` with its stored size (see [`text_of`]).
+    fn data(&self, r: &RawRow) -> std::result::Result<(&str, u64), String> {
+        match &r.data {
+            // The range was pushed as a whole `str`, so it is on boundaries.
+            Ok((at, n)) => self
+                .text
+                .get(at.clone())
+                .map(|t| (t, *n))
+                .ok_or_else(|| "`data` was not kept whole".to_string()),
+            Err(e) => Err(e.clone()),
+        }
+    }
+}
+
+/// A row as SQLite gave it, owned (it crosses to the parsing workers).
+struct RawRow {
+    rowid: i64,
+    /// `id`, and for a part its `message_id`, or why they could not be read.
+    ids: std::result::Result<(String, Option<String>), String>,
+    /// A message's `time_created` column.
+    time: Option<i64>,
+    /// Where `data` is in the block's text, with its stored size in bytes.
+    data: std::result::Result<(std::ops::Range<usize>, u64), String>,
+}
+
+/// A row that could not be read: its id when that was readable.
+struct BadRow {
+    rowid: i64,
+    id: Option<String>,
+    error: String,
+}
+
+fn row_no(r: &rusqlite::Row<'_>) -> i64 {
+    r.get(0).unwrap_or(-1)
+}
+
+/// A part row's `id` and `message_id` columns.
+fn part_ids(r: &rusqlite::Row<'_>) -> std::result::Result<(String, String), String> {
+    id_of(r, 1, "id").and_then(|p| Ok((p, id_of(r, 2, "message_id")?)))
+}
+
+/// What one row decodes to: `parse` of its `data` as JSON, with its id and
+/// stored size; a pure function of the row, so it runs on any core.
+fn decode<T>(
+    rowid: i64,
+    id: std::result::Result<String, String>,
+    data: std::result::Result<(&str, u64), String>,
+    parse: impl FnOnce(&str, Value, u64) -> std::result::Result<T, String>,
+) -> std::result::Result<T, BadRow> {
+    let id = id.map_err(|error| BadRow {
+        rowid,
+        id: None,
+        error,
+    })?;
+    data.and_then(|(text, n)| {
+        let v: Value =
+            serde_json::from_str(text).map_err(|e| format!("invalid JSON in `data`: {e}"))?;
+        parse(&id, v, n)
+    })
+    .map_err(|error| BadRow {
+        rowid,
+        id: Some(id.clone()),
+        error,
+    })
+}
+
+/// The message of one `message` row (see [`decode`]).
+fn message_row(
+    rowid: i64,
+    id: std::result::Result<String, String>,
+    time: Option<i64>,
+    data: std::result::Result<(&str, u64), String>,
+) -> std::result::Result<Message, BadRow> {
+    decode(rowid, id, data, |id, v, n| parse_message(id, v, n, time))
+}
+
+/// The part of one `part` row with its message id (see [`decode`]).
+fn part_row(
+    rowid: i64,
+    ids: std::result::Result<(String, String), String>,
+    data: std::result::Result<(&str, u64), String>,
+) -> std::result::Result<(String, Part), BadRow> {
+    let (id, mid) = match ids {
+        Ok((p, m)) => (Ok(p), m),
+        Err(e) => (Err(e), String::new()),
+    };
+    decode(rowid, id, data, parse_part).map(|p| (mid, p))
 }
 
 /// A text column of a row: the id columns must be text.
@@ -174,13 +461,20 @@ impl Store for SqliteStore {
     }
 
     fn load(&self, id: &str) -> Result<Session> {
+        self.load_with(id, PIPELINE_FROM_MESSAGES, BLOCK_BYTES)
+    }
+
+    fn copier(&self) -> &dyn Copier {
+        self
+    }
+}
+
+impl SqliteStore {
+    /// [`Store::load`], in two stages from `pipeline_from` messages on,
+    /// with blocks of about `block_bytes` of `data` (tests set both).
+    fn load_with(&self, id: &str, pipeline_from: usize, block_bytes: usize) -> Result<Session> {
         let conn = self.conn()?;
-        let fail = |table: &str, e: rusqlite::Error| {
-            anyhow!(
-                "{}: session {id}: cannot read table {table}: {e}",
-                self.path.display()
-            )
-        };
+        let fail = |table: &str, e: rusqlite::Error| self.fail(id, table, e);
         // One read transaction: messages and parts come from the same state.
         conn.execute_batch("BEGIN")
             .map_err(|e| fail("session", e))?;
@@ -199,61 +493,23 @@ impl Store for SqliteStore {
                 |r| r.get(0),
             )
             .map_err(|e| fail("message", e))?;
-        session
-            .messages
-            .reserve_exact(usize::try_from(count).unwrap_or(0));
-        let mut st = self.prepare(
-            &conn,
-            "message",
-            "SELECT rowid, id, time_created, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
-        )?;
+        let count = usize::try_from(count).unwrap_or(0);
+        session.messages.reserve_exact(count);
+        if count >= pipeline_from && rayon::current_num_threads() > 1 {
+            return self.load_pipelined(conn, session, block_bytes);
+        }
+        let mut st = self.prepare(&conn, "message", MESSAGE_ROWS)?;
         let mut rows = st.query([id]).map_err(|e| fail("message", e))?;
         while let Some(r) = rows.next().map_err(|e| fail("message", e))? {
-            let rowid: i64 = r.get(0).unwrap_or(-1);
-            let mid = match id_of(r, 1, "id") {
-                Ok(m) => m,
-                Err(error) => {
-                    session.problems.push(LoadProblem {
-                        location: self.loc("message", &format!("with rowid {rowid}")),
-                        id: None,
-                        error,
-                        kind: ProblemKind::Unreadable,
-                        file: None,
-                        line: None,
-                        row: Some(format!("message with rowid {rowid}")),
-                    });
-                    continue;
-                }
-            };
-            let tc: Option<i64> = r.get(2).ok();
-            let parsed = r
-                .get_ref(3)
-                .map_err(|e| e.to_string())
-                .and_then(text_of)
-                .and_then(|(text, n)| {
-                    let v: Value = serde_json::from_str(text)
-                        .map_err(|e| format!("invalid JSON in `data`: {e}"))?;
-                    parse_message(&mid, v, n, tc)
-                });
-            match parsed {
-                Ok(m) => session.messages.push(m),
-                Err(error) => session.problems.push(LoadProblem {
-                    location: self.loc("message", &mid),
-                    id: Some(mid.clone()),
-                    error,
-                    kind: ProblemKind::Unreadable,
-                    file: None,
-                    line: None,
-                    row: Some(format!("message {}", mid)),
-                }),
-            }
+            let id = id_of(r, 1, "id");
+            let data = r.get_ref(3).map_err(|e| e.to_string()).and_then(text_of);
+            self.take_message(
+                &mut session,
+                message_row(row_no(r), id, r.get(2).ok(), data),
+            );
         }
         drop(rows);
-        let mut st = self.prepare(
-            &conn,
-            "part",
-            "SELECT rowid, id, message_id, data FROM part WHERE session_id = ?1",
-        )?;
+        let mut st = self.prepare(&conn, "part", PART_ROWS)?;
         let mut rows = st.query([id]).map_err(|e| fail("part", e))?;
         // Each part goes under its message as it is read, in the store's
         // order; the sink puts each message's parts in part id order (byte
@@ -261,43 +517,11 @@ impl Store for SqliteStore {
         sort_messages(&mut session);
         let mut parts = PartSink::new(&session.messages);
         while let Some(r) = rows.next().map_err(|e| fail("part", e))? {
-            let rowid: i64 = r.get(0).unwrap_or(-1);
-            let ids = id_of(r, 1, "id").and_then(|p| Ok((p, id_of(r, 2, "message_id")?)));
-            let (pid, mid) = match ids {
-                Ok(x) => x,
-                Err(error) => {
-                    session.problems.push(LoadProblem {
-                        location: self.loc("part", &format!("with rowid {rowid}")),
-                        id: None,
-                        error,
-                        kind: ProblemKind::Unreadable,
-                        file: None,
-                        line: None,
-                        row: Some(format!("part with rowid {rowid}")),
-                    });
-                    continue;
-                }
-            };
-            let parsed = r
-                .get_ref(3)
-                .map_err(|e| e.to_string())
-                .and_then(text_of)
-                .and_then(|(text, n)| {
-                    let v: Value = serde_json::from_str(text)
-                        .map_err(|e| format!("invalid JSON in `data`: {e}"))?;
-                    parse_part(&pid, v, n)
-                });
-            match parsed {
-                Ok(p) => parts.add(mid, p),
-                Err(error) => session.problems.push(LoadProblem {
-                    location: self.loc("part", &pid),
-                    id: Some(pid.clone()),
-                    error,
-                    kind: ProblemKind::Unreadable,
-                    file: None,
-                    line: None,
-                    row: Some(format!("part {}", pid)),
-                }),
+            let ids = part_ids(r);
+            let data = r.get_ref(3).map_err(|e| e.to_string()).and_then(text_of);
+            match part_row(row_no(r), ids, data) {
+                Ok((mid, p)) => parts.add(mid, p),
+                Err(p) => session.problems.push(self.problem("part", p)),
             }
         }
         drop(rows);
@@ -305,10 +529,6 @@ impl Store for SqliteStore {
         let parts = parts.finish();
         attach(&mut session, parts);
         Ok(session)
-    }
-
-    fn copier(&self) -> &dyn Copier {
-        self
     }
 }
 
@@ -364,25 +584,42 @@ impl Copier for SqliteStore {
 /// query prepared once.
 struct DbRows<'a>(&'a Connection, &'a Path);
 
+impl DbRows<'_> {
+    /// The JSON of the one row `sql` selects with `params`, parsed where
+    /// SQLite holds it (an edited row is often a big tool output; copying
+    /// it first was a third of this read). `what` names the row in errors.
+    fn json(&self, sql: &str, params: [&str; 2], what: &str) -> Result<Value> {
+        let parsed = self
+            .0
+            .prepare_cached(sql)
+            .and_then(|mut st| {
+                st.query_row(params, |r| {
+                    Ok(r.get_ref(0)
+                        .map_err(|e| e.to_string())
+                        .and_then(text_of)
+                        .and_then(|(t, _)| serde_json::from_str(t).map_err(|e| e.to_string())))
+                })
+            })
+            .with_context(|| format!("{}: {what}", self.1.display()))?;
+        parsed.map_err(|e| anyhow!("{}: {what}: {e}", self.1.display()))
+    }
+}
+
 impl edit::RawRows for DbRows<'_> {
     fn message(&self, session_id: &str, message_id: &str) -> Result<Value> {
-        let data: String = self
-            .0
-            .prepare_cached("SELECT data FROM message WHERE id = ?1 AND session_id = ?2")
-            .and_then(|mut st| st.query_row([message_id, session_id], |r| r.get(0)))
-            .with_context(|| format!("{}: message row {message_id}", self.1.display()))?;
-        serde_json::from_str(&data)
-            .with_context(|| format!("{}: message row {message_id}", self.1.display()))
+        self.json(
+            "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",
+            [message_id, session_id],
+            &format!("message row {message_id}"),
+        )
     }
 
     fn part(&self, message_id: &str, part_id: &str) -> Result<Value> {
-        let data: String = self
-            .0
-            .prepare_cached("SELECT data FROM part WHERE id = ?1 AND message_id = ?2")
-            .and_then(|mut st| st.query_row([part_id, message_id], |r| r.get(0)))
-            .with_context(|| format!("{}: part row {part_id}", self.1.display()))?;
-        serde_json::from_str(&data)
-            .with_context(|| format!("{}: part row {part_id}", self.1.display()))
+        self.json(
+            "SELECT data FROM part WHERE id = ?1 AND message_id = ?2",
+            [part_id, message_id],
+            &format!("part row {part_id}"),
+        )
     }
 }
 
@@ -461,4 +698,87 @@ fn apply_in_db(txn: &rusqlite::Transaction<'_>, e: &Edit) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every session of `db`, loaded on one thread and in two stages with
+    /// blocks of `block_bytes`, as `Debug` text (everything the model holds).
+    fn both_ways(db: &Path, block_bytes: usize) -> (Vec<String>, Vec<String>) {
+        let store = SqliteStore {
+            path: db.to_path_buf(),
+            agent: Agent::Opencode,
+            snap: Snapshot::open(db).unwrap(),
+        };
+        let ids = store.session_ids().unwrap();
+        assert!(!ids.is_empty(), "{}: no session", db.display());
+        let load = |from| -> Vec<String> {
+            ids.iter()
+                .map(|id| format!("{:?}", store.load_with(id, from, block_bytes).unwrap()))
+                .collect()
+        };
+        (load(usize::MAX), load(0))
+    }
+
+    /// The two-stage load gives what the one-thread load gives, on every
+    /// real opencode and Kilo database of the fixtures, with blocks of one
+    /// row or a few, and on one with rows that cannot be read, a part whose
+    /// message is missing, and parts stored out of id order.
+    #[test]
+    fn a_session_read_in_two_stages_loads_what_one_thread_loads() {
+        let mut dbs: Vec<PathBuf> = walkdir::WalkDir::new("fixtures/opencode")
+            .into_iter()
+            .filter_map(|e| e.ok())
+            .map(|e| e.into_path())
+            .filter(|p| p.extension().is_some_and(|x| x == "db"))
+            .collect();
+        dbs.sort();
+        assert!(dbs.len() >= 5, "{dbs:?}");
+        let d = tempfile::tempdir().unwrap();
+        let bad = d.path().join("opencode.db");
+        let prune = dbs
+            .iter()
+            .find(|p| p.to_string_lossy().contains("prune"))
+            .unwrap();
+        std::fs::copy(prune, &bad).unwrap();
+        {
+            let c = Connection::open(&bad).unwrap();
+            c.execute_batch(
+                "PRAGMA journal_mode=delete; PRAGMA foreign_keys=off;
+                 UPDATE message SET data = '{not json' WHERE rowid = (SELECT min(rowid) FROM message);
+                 INSERT INTO message (id, session_id, time_created, time_updated, data)
+                   SELECT x'6d73675f78', session_id, time_created, time_updated, data FROM message LIMIT 1;
+                 UPDATE part SET data = 42 WHERE rowid = (SELECT max(rowid) FROM part);
+                 INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)
+                   SELECT 'prt_0', 'msg_gone', session_id, time_created, time_updated, data FROM part LIMIT 1;
+                 INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)
+                   SELECT 'prt_00', message_id, session_id, time_created, time_updated, CAST(x'ff' AS BLOB) FROM part LIMIT 1;",
+            )
+            .unwrap();
+        }
+        dbs.push(bad);
+        for db in &dbs {
+            for block_bytes in [1, 4096] {
+                let (one, two) = both_ways(db, block_bytes);
+                assert_eq!(
+                    one,
+                    two,
+                    "{} with blocks of {block_bytes} bytes",
+                    db.display()
+                );
+            }
+        }
+        let (one, _) = both_ways(dbs.last().unwrap(), 1);
+        for problem in [
+            "invalid JSON in `data`",
+            "missing string field `type`",
+            "`id` is not text",
+            "not UTF-8",
+        ] {
+            assert!(one.iter().any(|s| s.contains(problem)), "{problem}");
+        }
+        assert!(one.iter().any(|s| s.contains("msg_gone")));
+    }
 }
