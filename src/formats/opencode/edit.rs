@@ -4,8 +4,9 @@
 use super::parse::{parse_message, parse_part};
 use super::{visible_view, PARENT_FIELD};
 use crate::edit::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
-use crate::model::Session;
+use crate::model::{Part, Session};
 use anyhow::{anyhow, Result};
+use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
 /// How a store serializes JSON (for exact byte counts of edited rows/files).
@@ -171,9 +172,31 @@ pub fn edit_part(part: &mut Value, change: &Change) -> std::result::Result<(), S
 pub trait RawRows {
     /// The stored info of message `message_id` of `session_id`.
     fn message(&self, session_id: &str, message_id: &str) -> Result<Value>;
-    /// The stored JSON of part `part_id` of `message_id`.
-    fn part(&self, message_id: &str, part_id: &str) -> Result<Value>;
+    /// Appends the stored JSON text of part `part_id` of `message_id` to
+    /// `text`, read but not parsed (parsing and editing it can then run on
+    /// any core, and one buffer serves many parts); returns what names the
+    /// row or file in errors (for example `opencode.db: part row prt_1`).
+    fn part(&self, message_id: &str, part_id: &str, text: &mut Vec<u8>) -> Result<String>;
 }
+
+/// Parses stored JSON `bytes` of the row or file `what` names.
+fn parse_stored(bytes: &[u8], what: &str) -> Result<Value> {
+    serde_json::from_slice(bytes).map_err(|e| anyhow!("{what}: invalid JSON: {e}"))
+}
+
+/// Part `id` as `changes` leave its stored JSON `raw`: edited in order,
+/// measured as `layout` stores it (bytes), and parsed again.
+fn edited_part(id: &str, mut raw: Value, changes: &[&Change], layout: Layout) -> Result<Part> {
+    for c in changes {
+        edit_part(&mut raw, c).map_err(|err| anyhow!("part {id}: {err}"))?;
+    }
+    let bytes = layout.serialize(&raw).len() as u64;
+    parse_part(id, raw, bytes).map_err(|err| anyhow!(err))
+}
+
+/// About this many bytes of stored part JSON are read per chunk of part
+/// edits computed ahead on every core (see [`apply_after`]).
+const AHEAD_BYTES: usize = 8 << 20;
 
 /// `s` with `edits` applied, every changed message and part re-parsed.
 pub fn apply(s: &Session, edits: &[Edit], layout: Layout, rows: &dyn RawRows) -> Result<Session> {
@@ -210,7 +233,49 @@ pub fn apply_after(
         .rev()
         .map(|(i, m)| (m.id.clone(), i))
         .collect();
+    // A part edited once here, that a row holds, is edited the same way
+    // wherever that runs: those edits (by index in `edits`) are computed
+    // ahead, a chunk at a time, each part's JSON parsed, edited, measured
+    // and parsed again on every core; each result (or error) is taken when
+    // the loop reaches its edit. The others run in the loop.
+    let mut times: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
     for e in edits.iter().filter(|e| *e.session_id == *sid) {
+        if let Some(pid) = e.change.part_id() {
+            *times.entry(pid).or_default() += 1;
+        }
+    }
+    let ahead: Vec<usize> = (0..edits.len())
+        .filter(|&k| {
+            let e = &edits[k];
+            let Some(pid) = e.change.part_id() else {
+                return false;
+            };
+            *e.session_id == *sid
+                && times.get(pid) == Some(&1)
+                && index.get(&e.message_id).is_some_and(|&mi| {
+                    out.messages[mi]
+                        .parts
+                        .iter()
+                        .find(|p| *p.id == *pid)
+                        .is_some_and(|p| p.raw.is_none())
+                })
+        })
+        .collect();
+    let mut next = 0;
+    let mut ready: rustc_hash::FxHashMap<usize, Result<Part>> = rustc_hash::FxHashMap::default();
+    // The stored text of a chunk, one buffer for every chunk: a new one
+    // per part cost a page fault per 4 KiB read.
+    let mut text = Vec::new();
+    for (k, e) in edits.iter().enumerate() {
+        if *e.session_id != *sid {
+            continue;
+        }
+        if ahead.get(next) == Some(&k) {
+            if !ready.contains_key(&k) {
+                ready = edits_ahead(&ahead[next..], edits, &history, layout, rows, &mut text);
+            }
+            next += 1;
+        }
         let mi = *index
             .get(&e.message_id)
             .ok_or_else(|| anyhow!("message {} not in session {}", e.message_id, sid))?;
@@ -235,19 +300,24 @@ pub fn apply_after(
                     .iter_mut()
                     .find(|p| *p.id == **part_id)
                     .ok_or_else(|| anyhow!("part {part_id} not in message {}", e.message_id))?;
-                let mut raw = match &p.raw {
+                if let Some(new) = ready.remove(&k) {
+                    *p = new?;
+                    history.entry(&**part_id).or_default().push(&e.change);
+                    continue;
+                }
+                let raw = match &p.raw {
                     Some(r) => serde_json::from_str(r)
                         .map_err(|err| anyhow!("part {part_id}: added JSON: {err}"))?,
-                    None => rows.part(&e.message_id, &p.id)?,
+                    None => {
+                        let mut text = Vec::new();
+                        let what = rows.part(&e.message_id, &p.id, &mut text)?;
+                        parse_stored(&text, &what)?
+                    }
                 };
                 let past = history.entry(&**part_id).or_default();
-                for c in past.iter().copied().chain([&e.change]) {
-                    edit_part(&mut raw, c).map_err(|err| anyhow!("part {part_id}: {err}"))?;
-                }
                 past.push(&e.change);
-                let bytes = layout.serialize(&raw).len() as u64;
                 let added = p.raw.take();
-                *p = parse_part(&p.id, raw, bytes).map_err(|err| anyhow!(err))?;
+                *p = edited_part(&p.id, raw, past, layout)?;
                 p.raw = added;
             }
             Change::DropMessage => {
@@ -279,6 +349,54 @@ pub fn apply_after(
     out.messages.retain(|m| !dropped.contains(&m.id));
     out.visible = visible_view(&out.messages);
     Ok(out)
+}
+
+/// The parts the first edits of `ahead` (indices into `edits`, each a part
+/// edited once) give, by edit index: their rows read here, in order, into
+/// `text` (cleared first) up to about [`AHEAD_BYTES`], then each parsed,
+/// given its `history` (earlier edits) and its edit, measured and parsed
+/// again on every core.
+fn edits_ahead(
+    ahead: &[usize],
+    edits: &[Edit],
+    history: &rustc_hash::FxHashMap<&str, Vec<&Change>>,
+    layout: Layout,
+    rows: &dyn RawRows,
+    text: &mut Vec<u8>,
+) -> rustc_hash::FxHashMap<usize, Result<Part>> {
+    text.clear();
+    let mut jobs = Vec::new();
+    for &k in ahead {
+        let e = &edits[k];
+        let pid = e.change.part_id().unwrap_or_default();
+        let at = text.len();
+        let raw = rows
+            .part(&e.message_id, pid, text)
+            .map(|what| (at..text.len(), what));
+        jobs.push((k, raw));
+        if text.len() >= AHEAD_BYTES {
+            break;
+        }
+    }
+    let text = &*text;
+    jobs.into_par_iter()
+        .map(|(k, raw)| {
+            let e = &edits[k];
+            let pid = e.change.part_id().unwrap_or_default();
+            let changes: Vec<&Change> = history
+                .get(pid)
+                .into_iter()
+                .flatten()
+                .copied()
+                .chain([&e.change])
+                .collect();
+            let part = raw.and_then(|(at, what)| {
+                let v = parse_stored(text.get(at).unwrap_or_default(), &what)?;
+                edited_part(pid, v, &changes, layout)
+            });
+            (k, part)
+        })
+        .collect()
 }
 
 /// How `edit` looks in storage, for the change list.
@@ -398,8 +516,9 @@ mod apply_tests {
         fn message(&self, _: &str, _: &str) -> Result<Value> {
             Ok(self.message.clone())
         }
-        fn part(&self, _: &str, _: &str) -> Result<Value> {
-            Ok(self.part.clone())
+        fn part(&self, _: &str, part_id: &str, text: &mut Vec<u8>) -> Result<String> {
+            text.extend_from_slice(self.part.to_string().as_bytes());
+            Ok(format!("part row {part_id}"))
         }
     }
 

@@ -89,15 +89,16 @@ impl edit::RawRows for TreeRows<'_> {
             .map_err(|e| anyhow!("{}: {e}", f.display()))
     }
 
-    fn part(&self, message_id: &str, part_id: &str) -> Result<Value> {
+    fn part(&self, message_id: &str, part_id: &str, text: &mut Vec<u8>) -> Result<String> {
         let f = self
             .0
             .join("part")
             .join(message_id)
             .join(format!("{part_id}.json"));
-        read_json(&f)
-            .map(|(v, _)| v)
-            .map_err(|e| anyhow!("{}: {e}", f.display()))
+        let bytes = crate::fsx::read_capped(&f, crate::fsx::MAX_JSON_DOC_BYTES)
+            .map_err(|e| anyhow!("{}: {e}", f.display()))?;
+        text.extend_from_slice(&bytes);
+        Ok(f.display().to_string())
     }
 }
 

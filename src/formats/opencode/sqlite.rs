@@ -585,41 +585,53 @@ impl Copier for SqliteStore {
 struct DbRows<'a>(&'a Connection, &'a Path);
 
 impl DbRows<'_> {
-    /// The JSON of the one row `sql` selects with `params`, parsed where
-    /// SQLite holds it (an edited row is often a big tool output; copying
-    /// it first was a third of this read). `what` names the row in errors.
-    fn json(&self, sql: &str, params: [&str; 2], what: &str) -> Result<Value> {
-        let parsed = self
-            .0
+    /// `take` of the `data` text of the one row `sql` selects with
+    /// `params`, where SQLite holds it (no copy first: an edited row is
+    /// often a big tool output). `what` names the row in errors.
+    fn read<T>(
+        &self,
+        sql: &str,
+        params: [&str; 2],
+        what: &str,
+        take: impl FnOnce(&str) -> std::result::Result<T, String>,
+    ) -> Result<T> {
+        self.0
             .prepare_cached(sql)
             .and_then(|mut st| {
                 st.query_row(params, |r| {
                     Ok(r.get_ref(0)
                         .map_err(|e| e.to_string())
                         .and_then(text_of)
-                        .and_then(|(t, _)| serde_json::from_str(t).map_err(|e| e.to_string())))
+                        .and_then(|(t, _)| take(t)))
                 })
             })
-            .with_context(|| format!("{}: {what}", self.1.display()))?;
-        parsed.map_err(|e| anyhow!("{}: {what}: {e}", self.1.display()))
+            .with_context(|| what.to_string())?
+            .map_err(|e| anyhow!("{what}: {e}"))
     }
 }
 
 impl edit::RawRows for DbRows<'_> {
     fn message(&self, session_id: &str, message_id: &str) -> Result<Value> {
-        self.json(
+        self.read(
             "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",
             [message_id, session_id],
-            &format!("message row {message_id}"),
+            &format!("{}: message row {message_id}", self.1.display()),
+            |t| serde_json::from_str(t).map_err(|e| e.to_string()),
         )
     }
 
-    fn part(&self, message_id: &str, part_id: &str) -> Result<Value> {
-        self.json(
+    fn part(&self, message_id: &str, part_id: &str, text: &mut Vec<u8>) -> Result<String> {
+        let what = format!("{}: part row {part_id}", self.1.display());
+        self.read(
             "SELECT data FROM part WHERE id = ?1 AND message_id = ?2",
             [part_id, message_id],
-            &format!("part row {part_id}"),
-        )
+            &what,
+            |t| {
+                text.extend_from_slice(t.as_bytes());
+                Ok(())
+            },
+        )?;
+        Ok(what)
     }
 }
 
