@@ -809,7 +809,7 @@ pub fn repair_violations(
             ));
         }
     }
-    for c in crate::diagnose::cycles(after) {
+    for c in crate::diagnose::cycles(&crate::diagnose::Facts::new(after)) {
         if let Some(m) = c
             .members
             .iter()

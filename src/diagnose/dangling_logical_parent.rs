@@ -4,14 +4,14 @@
 //! "continue the line" across a compaction do (docs/formats/claude-code.md
 //! section 10; seen in real data).
 
-use super::{Code, Finding, Severity};
-use crate::model::Session;
+use super::{Code, Facts, Finding, Severity};
 
-pub fn check(s: &Session) -> Vec<Finding> {
+pub fn check(f: &Facts<'_>) -> Vec<Finding> {
+    let s = f.session;
     if !s.messages.iter().any(|m| m.logical_parent_id().is_some()) {
         return Vec::new();
     }
-    let ids = s.id_index();
+    let ids = f.ids();
     s.messages
         .iter()
         .filter_map(|m| {

@@ -5,18 +5,17 @@
 //! first line of a resumed session; claude-code-log's "expected roots") are
 //! not reported.
 
-use super::{Code, Finding, Severity};
+use super::{Code, Facts, Finding, IdIndex, Severity};
 use crate::model::{ParentLinks, Role, Session, SUBSESSION_REF};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Whether each message's parent walk reaches a root without a missing link
 /// or a cycle (first copy of each id); a missing parent the agent expects
 /// ([`crate::model::Message::parent_optional`]) counts as a root.
-pub(super) fn resolves(s: &Session) -> Vec<bool> {
+pub(super) fn resolves(s: &Session, first: &IdIndex<'_>) -> Vec<bool> {
     if !s.has_parents() {
         return vec![true; s.messages.len()];
     }
-    let first = s.id_index();
     // 0 unknown, 1 on the current walk, 2 resolves, 3 does not.
     let mut state: Vec<u8> = vec![0; s.messages.len()];
     let mut path = Vec::new();
@@ -51,12 +50,13 @@ pub(super) fn resolves(s: &Session) -> Vec<bool> {
 /// i.e. the newest earlier user or assistant message of the same history
 /// (main or sidechain, same file) whose own parent walk reaches a root.
 pub fn suggested_parent(s: &Session, index: usize) -> Option<String> {
-    suggested_parents(s, &[index]).pop().flatten()
+    suggested_parents(&Facts::new(s), &[index]).pop().flatten()
 }
 
 /// [`suggested_parent`] for several messages (`indexes` ascending) in one
 /// pass over the session: O(n) however many there are.
-pub fn suggested_parents(s: &Session, indexes: &[usize]) -> Vec<Option<String>> {
+pub fn suggested_parents(f: &Facts<'_>, indexes: &[usize]) -> Vec<Option<String>> {
+    let s = f.session;
     let mut out = Vec::with_capacity(indexes.len());
     let mut want = indexes.iter().copied().peekable();
     match s.parent_links {
@@ -78,9 +78,9 @@ pub fn suggested_parents(s: &Session, indexes: &[usize]) -> Vec<Option<String>> 
             }
         }
         ParentLinks::Chain => {
-            let ok = resolves(s);
-            let first = s.id_index();
-            let risky = risky_ids(s, &first);
+            let first = f.ids();
+            let ok = resolves(s, first);
+            let risky = risky_ids(s, first);
             let mut copies: Option<HashMap<&str, Vec<usize>>> = None;
             // (file, sidechain) -> the newest valid candidates, newest
             // first (several, so a message can skip a copy of itself and
@@ -195,11 +195,12 @@ pub(super) fn descends_from(
 
 /// Indexes of messages whose parent id names no message of the session
 /// (messages whose missing parent is expected left out).
-pub fn dangling(s: &Session) -> Vec<usize> {
+pub fn dangling(f: &Facts<'_>) -> Vec<usize> {
+    let s = f.session;
     if !s.has_parents() {
         return Vec::new();
     }
-    let ids = s.id_index();
+    let ids = f.ids();
     s.messages
         .iter()
         .enumerate()
@@ -248,9 +249,10 @@ fn orphan_reference_findings(s: &Session) -> Vec<Finding> {
         .collect()
 }
 
-pub fn check(s: &Session) -> Vec<Finding> {
+pub fn check(f: &Facts<'_>) -> Vec<Finding> {
+    let s = f.session;
     let mut out: Vec<Finding> = session_parent(s).into_iter().collect();
-    out.extend(message_parents(s));
+    out.extend(message_parents(f));
     out.extend(orphan_reference_findings(s));
     out
 }
@@ -277,7 +279,8 @@ fn session_parent(s: &Session) -> Option<Finding> {
     )
 }
 
-fn message_parents(s: &Session) -> Vec<Finding> {
+fn message_parents(f: &Facts<'_>) -> Vec<Finding> {
+    let s = f.session;
     let remedy = match s.parent_links {
         ParentLinks::UserTurn => {
             "run `session-doctor repair` to re-parent it to the newest earlier user message"
@@ -286,8 +289,8 @@ fn message_parents(s: &Session) -> Vec<Finding> {
             "run `session-doctor repair` to re-parent it to the last valid message before it on the same chain"
         }
     };
-    let idx = dangling(s);
-    let suggestions = suggested_parents(s, &idx);
+    let idx = dangling(f);
+    let suggestions = suggested_parents(f, &idx);
     idx.into_iter()
         .zip(suggestions)
         .map(|(i, suggestion)| {

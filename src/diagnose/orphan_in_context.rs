@@ -5,17 +5,18 @@
 //! Not checked for chain-linked sessions (Claude Code): their view is itself
 //! a walk up the parents, and the agent relinks preserved messages on purpose.
 
-use super::{stale_parents, Code, Finding, Severity};
-use crate::model::{ParentLinks, Session};
+use super::{stale_parents, Code, Facts, Finding, Severity};
+use crate::model::ParentLinks;
 
-pub fn check(s: &Session) -> Vec<Finding> {
+pub fn check(f: &Facts<'_>) -> Vec<Finding> {
+    let s = f.session;
     if s.parent_links == ParentLinks::Chain || !s.has_parents() {
         return Vec::new();
     }
     let stale: rustc_hash::FxHashSet<usize> =
-        stale_parents(s).into_iter().map(|sp| sp.index).collect();
+        stale_parents(f).into_iter().map(|sp| sp.index).collect();
     let visible = s.visible_mask();
-    let ids = s.id_index();
+    let ids = f.ids();
     s.visible
         .iter()
         .filter_map(|&i| {

@@ -11,8 +11,7 @@
 //! before it on the same chain), or made a root when there is none (or when
 //! it is an opencode user message, which has no parent).
 
-use super::{Code, Finding, Severity};
-use crate::model::Session;
+use super::{Code, Facts, Finding, Severity};
 
 /// One cycle: indexes of its members in walk order, starting at the oldest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,11 +28,12 @@ impl Cycle {
 
 /// Every parent cycle of `s` (over the first copy of each id), oldest member
 /// first, in O(n).
-pub fn cycles(s: &Session) -> Vec<Cycle> {
+pub fn cycles(f: &Facts<'_>) -> Vec<Cycle> {
+    let s = f.session;
     if !s.has_parents() {
         return Vec::new();
     }
-    let first = s.id_index();
+    let first = f.ids();
     let n = s.messages.len();
     let next = |i: usize| -> Option<usize> {
         s.messages[i]
@@ -83,8 +83,9 @@ pub fn cycles(s: &Session) -> Vec<Cycle> {
     out
 }
 
-pub fn check(s: &Session) -> Vec<Finding> {
-    cycles(s)
+pub fn check(f: &Facts<'_>) -> Vec<Finding> {
+    let s = f.session;
+    cycles(f)
         .into_iter()
         .map(|c| {
             let ids: Vec<String> = c
@@ -124,7 +125,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Agent, Message, Role};
+    use crate::model::{Agent, Message, Role, Session};
 
     fn msg(id: &str, parent: Option<&str>) -> Message {
         Message {
@@ -149,11 +150,11 @@ mod tests {
             ("e", Some("e")),
             ("f", Some("c")),
         ]);
-        let c = cycles(&s);
+        let c = cycles(&Facts::new(&s));
         assert_eq!(c.len(), 2);
         assert_eq!(c[0].members, vec![2, 3]);
         assert_eq!(c[1].members, vec![4]);
-        let f = check(&s);
+        let f = check(&Facts::new(&s));
         assert_eq!(f[0].figures["cycle_ids"], serde_json::json!(["c", "d"]));
         assert!(f[1].detail.contains("its own parent"));
     }
@@ -168,6 +169,6 @@ mod tests {
             .collect();
         links.push((ids[ids.len() - 1].as_str(), None));
         let s = session(&links);
-        assert!(cycles(&s).is_empty());
+        assert!(cycles(&Facts::new(&s)).is_empty());
     }
 }

@@ -20,8 +20,8 @@
 //!   the summaries are dropped; **warning** when the latest boundary prunes:
 //!   the old entries are dropped and the link is neutralised.
 
-use super::{Code, Finding, Severity};
-use crate::model::{ParentLinks, Role, Session};
+use super::{Code, Facts, Finding, Severity};
+use crate::model::{ParentLinks, Role};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// A stale parent: message index, its parent id, the compaction index, and
@@ -47,18 +47,19 @@ pub struct StaleParent {
 /// compaction request that precedes the message (the continue or replayed
 /// user message, else the request itself). Chains: the boundary's last
 /// preserved message, else its summary, else the boundary.
-pub fn stale_parents(s: &Session) -> Vec<StaleParent> {
-    match s.parent_links {
-        ParentLinks::UserTurn => user_turn(s),
-        ParentLinks::Chain => chain(s),
+pub fn stale_parents(f: &Facts<'_>) -> Vec<StaleParent> {
+    if !f.session.has_parents() {
+        return Vec::new();
+    }
+    match f.session.parent_links {
+        ParentLinks::UserTurn => user_turn(f),
+        ParentLinks::Chain => chain(f),
     }
 }
 
-fn user_turn(s: &Session) -> Vec<StaleParent> {
-    if !s.has_parents() {
-        return Vec::new();
-    }
-    let ids = s.id_index();
+fn user_turn(f: &Facts<'_>) -> Vec<StaleParent> {
+    let s = f.session;
+    let ids = f.ids();
     let visible: HashSet<usize> = s.visible.iter().copied().collect();
     let mut out = Vec::new();
     let mut last_compaction: Option<usize> = None;
@@ -96,11 +97,10 @@ fn user_turn(s: &Session) -> Vec<StaleParent> {
     out
 }
 
-fn chain(s: &Session) -> Vec<StaleParent> {
-    // Ids whose copies or parents make a walk risky, found before `pos` is
-    // built so the two id maps are not held at once (at 453k messages each
-    // is about 17 MB).
-    let risky = super::dangling_parent::risky_ids(s, &s.id_index());
+fn chain(f: &Facts<'_>) -> Vec<StaleParent> {
+    let s = f.session;
+    // Ids whose copies or parents make a walk risky.
+    let risky = super::dangling_parent::risky_ids(s, f.ids());
     // id -> (first index, last index) over the main history, sized once.
     let mut pos: HashMap<&str, (usize, usize)> =
         HashMap::with_capacity_and_hasher(s.messages.len(), Default::default());
@@ -202,8 +202,9 @@ fn chain(s: &Session) -> Vec<StaleParent> {
     out
 }
 
-pub fn check(s: &Session) -> Vec<Finding> {
-    stale_parents(s)
+pub fn check(f: &Facts<'_>) -> Vec<Finding> {
+    let s = f.session;
+    stale_parents(f)
         .into_iter()
         .map(|sp| {
             let m = &s.messages[sp.index];

@@ -22,7 +22,7 @@
 //!   the session's own parent: clear it (the session becomes a root).
 
 use crate::diagnose::{
-    cycles, dangling, dangling_suggested_parents, orphan_references, stale_parents,
+    cycles, dangling, dangling_suggested_parents, orphan_references, stale_parents, Facts,
 };
 use crate::edit::{Change, Edit, SessionChange};
 use crate::model::{Id, ParentLinks, ProblemKind, Role, Session};
@@ -37,8 +37,10 @@ pub fn plan(s: &Session) -> Vec<Edit> {
         change,
     };
     let preserved: HashSet<&str> = s.preserved_ids();
+    // The session's id index, built once for the rules' functions below.
+    let f = &Facts::new(s);
     let mut edits: Vec<(usize, Edit)> = Vec::new();
-    for sp in stale_parents(s) {
+    for sp in stale_parents(f) {
         let id = s.messages[sp.index].id.as_str();
         if preserved.contains(id) {
             continue;
@@ -56,8 +58,8 @@ pub fn plan(s: &Session) -> Vec<Edit> {
     }
     let mut touched: HashSet<crate::model::Id> =
         edits.iter().map(|(_, e)| e.message_id.clone()).collect();
-    let idx = dangling(s);
-    for (i, new) in idx.iter().zip(dangling_suggested_parents(s, &idx)) {
+    let idx = dangling(f);
+    for (i, new) in idx.iter().zip(dangling_suggested_parents(f, &idx)) {
         let m = &s.messages[*i];
         if preserved.contains(m.id.as_str()) || touched.contains(m.id.as_str()) {
             continue;
@@ -76,9 +78,9 @@ pub fn plan(s: &Session) -> Vec<Edit> {
             ));
         }
     }
-    let cyc = cycles(s);
+    let cyc = cycles(f);
     let oldest: Vec<usize> = cyc.iter().map(|c| c.oldest()).collect();
-    for (&i, new) in oldest.iter().zip(dangling_suggested_parents(s, &oldest)) {
+    for (&i, new) in oldest.iter().zip(dangling_suggested_parents(f, &oldest)) {
         let m = &s.messages[i];
         if touched.contains(m.id.as_str()) {
             continue;
