@@ -7,8 +7,9 @@
 use super::field;
 use super::parse::{finish, parse_line, problem_id, read_line_at};
 use crate::edit::{truncate_strings, Change, Edit, StoredChange, TextField};
-use crate::model::{Id, ProblemKind, Session};
+use crate::model::{Id, Message, ProblemKind, Session};
 use anyhow::{anyhow, Context, Result};
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
@@ -365,6 +366,36 @@ pub fn apply(s: &Session, edits: &[Edit]) -> Result<Session> {
     apply_owned(s.clone(), edits)
 }
 
+/// One copy of an edited message: its index, id and the changes of its id.
+type EditJob<'a> = (usize, &'a str, &'a [&'a Change]);
+
+/// Message `i` of `out` (a copy of `id`) as `changes` leave its line:
+/// re-read from its file (or its kept JSON), edited, measured and parsed
+/// again; it keeps the edited JSON.
+fn edited_message(out: &Session, i: usize, id: &str, changes: &[&Change]) -> Result<Message> {
+    let m = &out.messages[i];
+    let line = m.line.ok_or_else(|| anyhow!("message {id} has no line"))?;
+    let path = &out.files[line.file];
+    let mut v: Value = match m.raw() {
+        Some(raw) => raw.clone(),
+        None => {
+            let bytes = read_line_at(path, line.offset, line.bytes)?;
+            line_value(&bytes).with_context(|| format!("{}: line {}", path.display(), line.line))?
+        }
+    };
+    for c in changes {
+        edit_line(&mut v, c)
+            .map_err(|e| anyhow!("{}: line {} ({id}): {e}", path.display(), line.line))?;
+    }
+    let mut new_line = line;
+    new_line.bytes = serialize(&v, true).len() as u64;
+    let mut nm = parse_line(&v, new_line, line.file > 0)
+        .ok_or_else(|| anyhow!("{}: line {} lost its uuid", path.display(), line.line))?;
+    nm.parent_optional |= m.parent_optional;
+    nm.rare_mut().raw = Some(v);
+    Ok(nm)
+}
+
 /// [`apply`] in place, on a session the caller gives up.
 pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     let edits: Vec<&Edit> = edits.iter().filter(|e| *e.session_id == *out.id).collect();
@@ -375,35 +406,29 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
             copies.entry(m.id.clone()).or_default().push(i);
         }
     }
+    // Each copy of an edited message is re-read, edited and parsed again
+    // on every core (each is a function of its own line), in the plan's
+    // order; the first error in that order is the one returned, as when
+    // they ran one by one.
+    let mut jobs: Vec<Result<EditJob<'_>>> = Vec::new();
     for (id, changes) in &plan.content {
         let idx = copies.remove(*id).unwrap_or_default();
         if idx.is_empty() {
-            return Err(anyhow!("message {id} not in session {}", out.id));
+            jobs.push(Err(anyhow!("message {id} not in session {}", out.id)));
+            break;
         }
-        for i in idx {
-            let m = &out.messages[i];
-            let line = m.line.ok_or_else(|| anyhow!("message {id} has no line"))?;
-            let path = &out.files[line.file];
-            let mut v: Value = match m.raw() {
-                Some(raw) => raw.clone(),
-                None => {
-                    let bytes = read_line_at(path, line.offset, line.bytes)?;
-                    line_value(&bytes)
-                        .with_context(|| format!("{}: line {}", path.display(), line.line))?
-                }
-            };
-            for c in changes {
-                edit_line(&mut v, c)
-                    .map_err(|e| anyhow!("{}: line {} ({id}): {e}", path.display(), line.line))?;
-            }
-            let mut new_line = line;
-            new_line.bytes = serialize(&v, true).len() as u64;
-            let mut nm = parse_line(&v, new_line, line.file > 0)
-                .ok_or_else(|| anyhow!("{}: line {} lost its uuid", path.display(), line.line))?;
-            nm.parent_optional |= m.parent_optional;
-            nm.rare_mut().raw = Some(v);
-            out.messages[i] = nm;
-        }
+        jobs.extend(idx.into_iter().map(|i| Ok((i, *id, changes.as_slice()))));
+    }
+    let edited: Vec<Result<(usize, Message)>> = jobs
+        .into_par_iter()
+        .map(|job| {
+            let (i, id, changes) = job?;
+            edited_message(&out, i, id, changes).map(|m| (i, m))
+        })
+        .collect();
+    for e in edited {
+        let (i, m) = e?;
+        out.messages[i] = m;
     }
     // (file, id) of the copies kept, only for ids whose later copies go
     // (not a copy of every id of the session).
