@@ -432,51 +432,72 @@ mod part_sink_tests {
         Part::empty(id.to_string(), PartKind::Text, "text")
     }
 
+    /// A session of `messages` (id, role, `time_created`), in session order.
+    fn session(messages: &[(&str, Role, i64)]) -> Session {
+        let mut s = Session::new(Agent::Opencode, "ses_1", None, "opencode.db".into());
+        s.messages = messages
+            .iter()
+            .map(|(id, role, t)| Message {
+                time_created: *t,
+                ..Message::new(*id, role.clone())
+            })
+            .collect();
+        sort_messages(&mut s);
+        s
+    }
+
+    /// Gives `s` the parts `parts` (message id, part id), read in that order.
+    fn take_parts(s: &mut Session, parts: &[(&str, &str)]) {
+        let mut sink = PartSink::new(&s.messages);
+        for (message_id, part_id) in parts {
+            sink.add(message_id.to_string(), part(part_id));
+        }
+        let attached = sink.finish();
+        attach(s, attached);
+    }
+
+    /// The part ids of message `i` of `s`.
+    fn part_ids(s: &Session, i: usize) -> Vec<&str> {
+        s.messages[i].parts.iter().map(|p| p.id.as_str()).collect()
+    }
+
+    /// The repeated ids of `s`, with where each repeat is.
+    fn repeats(s: &Session) -> Vec<(&str, &str)> {
+        s.duplicate_ids
+            .iter()
+            .map(|d| (d.id.as_str(), d.place.as_str()))
+            .collect()
+    }
+
     /// Parts read in id order go under their message; a repeated part id is
     /// a duplicate (kept, as the agent would read both), a part of a missing
     /// message an orphan, and a repeated message id a duplicate too.
     #[test]
     fn parts_go_under_their_messages_as_they_are_read() {
-        let mut s = Session::new(Agent::Opencode, "ses_1", None, "opencode.db".into());
-        s.messages = vec![
-            Message {
-                time_created: 2,
-                ..Message::new("msg_b", Role::Assistant)
-            },
-            Message {
-                time_created: 1,
-                ..Message::new("msg_a", Role::User)
-            },
-            Message {
-                time_created: 3,
-                ..Message::new("msg_a", Role::User)
-            },
-        ];
-        sort_messages(&mut s);
+        let mut s = session(&[
+            ("msg_b", Role::Assistant, 2),
+            ("msg_a", Role::User, 1),
+            ("msg_a", Role::User, 3),
+        ]);
         let ids: Vec<&str> = s.messages.iter().map(|m| m.id.as_str()).collect();
         assert_eq!(ids, ["msg_a", "msg_b", "msg_a"]);
-        let mut sink = PartSink::new(&s.messages);
-        sink.add("msg_a".into(), part("prt_1"));
-        sink.add("msg_b".into(), part("prt_2"));
-        sink.add("msg_b".into(), part("prt_2"));
-        sink.add("msg_gone".into(), part("prt_3"));
-        let attached = sink.finish();
-        attach(&mut s, attached);
-        let parts =
-            |i: usize| -> Vec<&str> { s.messages[i].parts.iter().map(|p| p.id.as_str()).collect() };
+        take_parts(
+            &mut s,
+            &[
+                ("msg_a", "prt_1"),
+                ("msg_b", "prt_2"),
+                ("msg_b", "prt_2"),
+                ("msg_gone", "prt_3"),
+            ],
+        );
         // The first copy of a repeated message id gets its parts.
-        assert_eq!(parts(0), ["prt_1"]);
-        assert_eq!(parts(1), ["prt_2", "prt_2"]);
-        assert!(parts(2).is_empty());
+        assert_eq!(part_ids(&s, 0), ["prt_1"]);
+        assert_eq!(part_ids(&s, 1), ["prt_2", "prt_2"]);
+        assert!(part_ids(&s, 2).is_empty());
         assert_eq!(s.orphan_parts.len(), 1);
         assert_eq!(s.orphan_parts[0].message_id, "msg_gone");
-        let dups: Vec<(&str, &str)> = s
-            .duplicate_ids
-            .iter()
-            .map(|d| (d.id.as_str(), d.place.as_str()))
-            .collect();
         assert_eq!(
-            dups,
+            repeats(&s),
             [("prt_2", "part of message msg_b"), ("msg_a", "message")]
         );
     }
@@ -487,38 +508,23 @@ mod part_sink_tests {
     /// later message counted as the repeat.
     #[test]
     fn parts_read_out_of_id_order_are_sorted_under_their_messages() {
-        let mut s = Session::new(Agent::Opencode, "ses_1", None, "opencode.db".into());
-        s.messages = vec![
-            Message {
-                time_created: 1,
-                ..Message::new("msg_a", Role::User)
-            },
-            Message {
-                time_created: 2,
-                ..Message::new("msg_b", Role::Assistant)
-            },
-        ];
-        let mut sink = PartSink::new(&s.messages);
-        sink.add("msg_b".into(), part("prt_5"));
-        sink.add("msg_a".into(), part("prt_3"));
-        sink.add("msg_gone".into(), part("prt_9"));
-        sink.add("msg_b".into(), part("prt_4"));
-        sink.add("msg_a".into(), part("prt_1"));
-        sink.add("msg_b".into(), part("prt_1"));
-        sink.add("msg_gone".into(), part("prt_8"));
-        let attached = sink.finish();
-        attach(&mut s, attached);
-        let parts =
-            |i: usize| -> Vec<&str> { s.messages[i].parts.iter().map(|p| p.id.as_str()).collect() };
-        assert_eq!(parts(0), ["prt_1", "prt_3"]);
-        assert_eq!(parts(1), ["prt_1", "prt_4", "prt_5"]);
+        let mut s = session(&[("msg_a", Role::User, 1), ("msg_b", Role::Assistant, 2)]);
+        take_parts(
+            &mut s,
+            &[
+                ("msg_b", "prt_5"),
+                ("msg_a", "prt_3"),
+                ("msg_gone", "prt_9"),
+                ("msg_b", "prt_4"),
+                ("msg_a", "prt_1"),
+                ("msg_b", "prt_1"),
+                ("msg_gone", "prt_8"),
+            ],
+        );
+        assert_eq!(part_ids(&s, 0), ["prt_1", "prt_3"]);
+        assert_eq!(part_ids(&s, 1), ["prt_1", "prt_4", "prt_5"]);
         let orphans: Vec<&str> = s.orphan_parts.iter().map(|o| o.part.id.as_str()).collect();
         assert_eq!(orphans, ["prt_8", "prt_9"]);
-        let dups: Vec<(&str, &str)> = s
-            .duplicate_ids
-            .iter()
-            .map(|d| (d.id.as_str(), d.place.as_str()))
-            .collect();
-        assert_eq!(dups, [("prt_1", "part of message msg_b")]);
+        assert_eq!(repeats(&s), [("prt_1", "part of message msg_b")]);
     }
 }
