@@ -3,7 +3,7 @@
 //! transcripts in `<sessionId>/subagents/agent-*.jsonl` (2.1.x) or
 //! `agent-*.jsonl` beside the sessions (older versions). Shapes:
 //! docs/formats/claude-code.md sections 2 to 5; resume semantics of 2.1.197:
-//! [`view`].
+//! `view.rs`.
 //!
 //! A store is one session: its main file plus its sub-agent files. Files are
 //! streamed line by line (bounded by the longest line); only compaction

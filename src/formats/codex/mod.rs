@@ -5,7 +5,7 @@
 //! Codex 0.104 (codex/localpush) and 0.169 (codex-gen).
 //!
 //! A store is one rollout file, which holds one session. Files are streamed
-//! line by line (memory bounded by the longest line, see [`parse`]); a copy is
+//! line by line (memory bounded by the longest line, see `parse.rs`); a copy is
 //! written by streaming the original again: a line no edit touches is copied
 //! byte for byte, an edited line is re-read, edited as JSON (unknown fields
 //! kept) and written as compact JSON. Originals are opened read-only.

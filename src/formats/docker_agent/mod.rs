@@ -14,7 +14,7 @@
 //! session is one `sessions` row (or an embedded legacy sub-session); its
 //! messages are its items in docker-agent's order, ids `session_items.id`
 //! (`json[k]` in a legacy array). Items are streamed into figures
-//! ([`parse`]); a treatment's edits are applied by reading the rows again.
+//! (`parse.rs`); a treatment's edits are applied by reading the rows again.
 
 mod edit;
 mod parse;

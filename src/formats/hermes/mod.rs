@@ -18,7 +18,7 @@
 //!   every rotation and on every other continuation for the one that
 //!   started it; `compression:<session>@<row>` before the first row of each
 //!   in-place generation, whose progress the store cannot show;
-//! - the visible view is what `hermes --resume` sends ([`view`]).
+//! - the visible view is what `hermes --resume` sends (`view.rs`).
 //!
 //! Memory: a session keeps figures, not text; edits re-read their rows by id.
 
