@@ -176,9 +176,6 @@ impl PartialEq<&str> for Code {
     }
 }
 
-/// One rule of the registry: a finding code, its usual severity (a rule may
-/// report a milder one when the fault is neutralised), a one-line summary,
-/// and the check that finds it. `check` is a pure function of the session.
 /// Id -> index of the first copy of each message id ([`Session::id_index`]).
 pub type IdIndex<'s> = rustc_hash::FxHashMap<&'s str, usize>;
 
@@ -205,6 +202,9 @@ impl<'s> Facts<'s> {
     }
 }
 
+/// One rule of the registry: a finding code, its usual severity (a rule may
+/// report a milder one when the fault is neutralised), a one-line summary,
+/// and the check that finds it. `check` is a pure function of the session.
 pub struct Rule {
     pub code: Code,
     pub severity: Severity,

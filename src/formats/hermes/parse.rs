@@ -1099,8 +1099,7 @@ pub fn mark_in_place(s: &mut Session, facts: &HashMap<String, RowFacts>) {
 /// Only the rowids are sorted by SQLite; each row is then read by rowid. A
 /// `SELECT {columns} ... ORDER BY id` is sorted in a temporary b-tree that
 /// holds every selected column (no hermes index orders a session's rows by
-/// id), and a big session's text spills to a temporary file: 1.7 s of a
-/// 1.0 GB opencode.db's 2.3 s read was that sort, for the same reason. On a
+/// id), and a big session's text spills to a temporary file. On a
 /// connection outside a transaction, the reads share one read transaction.
 pub fn rows_by_id(
     conn: &Connection,

@@ -124,36 +124,19 @@ impl SqliteStore {
             let reader = scope.spawn(|| self.read_blocks(conn, &id, block_bytes, tx, spare));
             let mut blocks = rx.iter();
             let mut first_parts = None;
-            for mut b in blocks.by_ref() {
+            for b in blocks.by_ref() {
                 if b.parts {
                     first_parts = Some(b);
                     break;
                 }
-                let decoded: Vec<_> = std::mem::take(&mut b.rows)
-                    .into_par_iter()
-                    .map(|r| {
-                        let data = b.data(&r);
-                        message_row(r.rowid, r.ids.map(|(m, _)| m), r.time, data)
-                    })
-                    .collect();
-                let _ = back.send(b);
-                for m in decoded {
+                for m in b.decode(message_row, &back) {
                     self.take_message(&mut session, m);
                 }
             }
             sort_messages(&mut session);
             let mut sink = PartSink::new(&session.messages);
-            for mut b in first_parts.into_iter().chain(blocks) {
-                let decoded: Vec<_> = std::mem::take(&mut b.rows)
-                    .into_par_iter()
-                    .map(|r| {
-                        let data = b.data(&r);
-                        let ids = r.ids.map(|(p, m)| (p, m.unwrap_or_default()));
-                        part_row(r.rowid, ids, data)
-                    })
-                    .collect();
-                let _ = back.send(b);
-                for p in decoded {
+            for b in first_parts.into_iter().chain(blocks) {
+                for p in b.decode(part_row, &back) {
                     match p {
                         Ok((mid, p)) => sink.add(mid, p),
                         Err(p) => session.problems.push(self.problem("part", p)),
@@ -198,26 +181,17 @@ impl SqliteStore {
             loop {
                 let r = rows.next().map_err(|e| fail(table, e))?;
                 if let Some(r) = r {
-                    let ids = if parts {
-                        part_ids(r).map(|(p, m)| (p, Some(m)))
-                    } else {
-                        id_of(r, 1, "id").map(|m| (m, None))
-                    };
+                    let c = columns(r, parts);
                     let text = &mut block.text;
-                    let data = r
-                        .get_ref(3)
-                        .map_err(|e| e.to_string())
-                        .and_then(text_of)
-                        .map(|(t, n)| {
+                    block.rows.push(RawRow {
+                        rowid: c.rowid,
+                        ids: c.ids,
+                        time: c.time,
+                        data: c.data.map(|(t, n)| {
                             let at = text.len();
                             text.push_str(t);
                             (at..text.len(), n)
-                        });
-                    block.rows.push(RawRow {
-                        rowid: row_no(r),
-                        ids,
-                        time: if parts { None } else { r.get(2).ok() },
-                        data,
+                        }),
                     });
                 }
                 let end = r.is_none();
@@ -283,29 +257,68 @@ struct Block {
 }
 
 impl Block {
-    /// The `data` of row `r` with its stored size (see [`text_of`]).
-    fn data(&self, r: &RawRow) -> std::result::Result<(&str, u64), String> {
-        match &r.data {
-            // The range was pushed as a whole `str`, so it is on boundaries.
-            Ok((at, n)) => self
-                .text
-                .get(at.clone())
-                .map(|t| (t, *n))
-                .ok_or_else(|| "`data` was not kept whole".to_string()),
-            Err(e) => Err(e.clone()),
+    /// `decode` of each row, on every core of the pool, in row order; the
+    /// emptied block goes `back` to the reader.
+    fn decode<T: Send>(
+        mut self,
+        decode: fn(Columns<(&str, u64)>) -> T,
+        back: &std::sync::mpsc::Sender<Block>,
+    ) -> Vec<T> {
+        let out = std::mem::take(&mut self.rows)
+            .into_par_iter()
+            .map(|r| decode(self.row(r)))
+            .collect();
+        let _ = back.send(self);
+        out
+    }
+
+    /// Row `r` of this block, its `data` borrowed from the block's text.
+    fn row(&self, r: RawRow) -> Columns<(&str, u64)> {
+        Columns {
+            rowid: r.rowid,
+            ids: r.ids,
+            time: r.time,
+            data: r.data.and_then(|(at, n)| {
+                // The range was pushed as a whole `str`, so it is on boundaries.
+                self.text
+                    .get(at)
+                    .map(|t| (t, n))
+                    .ok_or_else(|| "`data` was not kept whole".to_string())
+            }),
         }
     }
 }
 
-/// A row as SQLite gave it, owned (it crosses to the parsing workers).
-struct RawRow {
+/// The columns of a row of [`MESSAGE_ROWS`] or [`PART_ROWS`]: `data` is
+/// `D`, borrowed from the row ([`columns`]) or where a block keeps it
+/// ([`RawRow`]).
+struct Columns<D> {
     rowid: i64,
-    /// `id`, and for a part its `message_id`, or why they could not be read.
-    ids: std::result::Result<(String, Option<String>), String>,
+    /// `id`, and for a part its `message_id` (empty for a message), or why
+    /// they could not be read.
+    ids: std::result::Result<(String, String), String>,
     /// A message's `time_created` column.
     time: Option<i64>,
-    /// Where `data` is in the block's text, with its stored size in bytes.
-    data: std::result::Result<(std::ops::Range<usize>, u64), String>,
+    /// `data` with its stored size in bytes (see [`text_of`]).
+    data: std::result::Result<D, String>,
+}
+
+/// A row as SQLite gave it, owned (it crosses to the parsing workers):
+/// where its `data` is in the block's text, with its stored size.
+type RawRow = Columns<(std::ops::Range<usize>, u64)>;
+
+/// The columns of row `r` of `part` (`parts`) or `message`.
+fn columns<'r>(r: &'r rusqlite::Row<'_>, parts: bool) -> Columns<(&'r str, u64)> {
+    Columns {
+        rowid: r.get(0).unwrap_or(-1),
+        ids: if parts {
+            id_of(r, 1, "id").and_then(|p| Ok((p, id_of(r, 2, "message_id")?)))
+        } else {
+            id_of(r, 1, "id").map(|m| (m, String::new()))
+        },
+        time: if parts { None } else { r.get(2).ok() },
+        data: r.get_ref(3).map_err(|e| e.to_string()).and_then(text_of),
+    }
 }
 
 /// A row that could not be read: its id when that was readable.
@@ -313,15 +326,6 @@ struct BadRow {
     rowid: i64,
     id: Option<String>,
     error: String,
-}
-
-fn row_no(r: &rusqlite::Row<'_>) -> i64 {
-    r.get(0).unwrap_or(-1)
-}
-
-/// A part row's `id` and `message_id` columns.
-fn part_ids(r: &rusqlite::Row<'_>) -> std::result::Result<(String, String), String> {
-    id_of(r, 1, "id").and_then(|p| Ok((p, id_of(r, 2, "message_id")?)))
 }
 
 /// What one row decodes to: `parse` of its `data` as JSON, with its id and
@@ -350,26 +354,21 @@ fn decode<T>(
 }
 
 /// The message of one `message` row (see [`decode`]).
-fn message_row(
-    rowid: i64,
-    id: std::result::Result<String, String>,
-    time: Option<i64>,
-    data: std::result::Result<(&str, u64), String>,
-) -> std::result::Result<Message, BadRow> {
-    decode(rowid, id, data, |id, v, n| parse_message(id, v, n, time))
+fn message_row(c: Columns<(&str, u64)>) -> std::result::Result<Message, BadRow> {
+    let time = c.time;
+    let id = c.ids.map(|(m, _)| m);
+    decode(c.rowid, id, c.data, |id, v, n| {
+        parse_message(id, v, n, time)
+    })
 }
 
 /// The part of one `part` row with its message id (see [`decode`]).
-fn part_row(
-    rowid: i64,
-    ids: std::result::Result<(String, String), String>,
-    data: std::result::Result<(&str, u64), String>,
-) -> std::result::Result<(String, Part), BadRow> {
-    let (id, mid) = match ids {
+fn part_row(c: Columns<(&str, u64)>) -> std::result::Result<(String, Part), BadRow> {
+    let (id, mid) = match c.ids {
         Ok((p, m)) => (Ok(p), m),
         Err(e) => (Err(e), String::new()),
     };
-    decode(rowid, id, data, parse_part).map(|p| (mid, p))
+    decode(c.rowid, id, c.data, parse_part).map(|p| (mid, p))
 }
 
 /// A text column of a row: the id columns must be text.
@@ -501,12 +500,7 @@ impl SqliteStore {
         let mut st = self.prepare(&conn, "message", MESSAGE_ROWS)?;
         let mut rows = st.query([id]).map_err(|e| fail("message", e))?;
         while let Some(r) = rows.next().map_err(|e| fail("message", e))? {
-            let id = id_of(r, 1, "id");
-            let data = r.get_ref(3).map_err(|e| e.to_string()).and_then(text_of);
-            self.take_message(
-                &mut session,
-                message_row(row_no(r), id, r.get(2).ok(), data),
-            );
+            self.take_message(&mut session, message_row(columns(r, false)));
         }
         drop(rows);
         let mut st = self.prepare(&conn, "part", PART_ROWS)?;
@@ -517,9 +511,7 @@ impl SqliteStore {
         sort_messages(&mut session);
         let mut parts = PartSink::new(&session.messages);
         while let Some(r) = rows.next().map_err(|e| fail("part", e))? {
-            let ids = part_ids(r);
-            let data = r.get_ref(3).map_err(|e| e.to_string()).and_then(text_of);
-            match part_row(row_no(r), ids, data) {
+            match part_row(columns(r, true)) {
                 Ok((mid, p)) => parts.add(mid, p),
                 Err(p) => session.problems.push(self.problem("part", p)),
             }
