@@ -1028,14 +1028,18 @@ pub fn load(id: &str, files: &[PathBuf]) -> Result<(Session, Vec<u64>)> {
     Ok((s, lens))
 }
 
-/// Everything that depends on all lines at once; run after loading and
-/// after edits: tool call status, first lines of files (a resumed session
-/// names its parent in the previous session's file), compaction markers,
-/// the visible view, notes.
-pub(super) fn finish(s: &mut Session) {
-    // Each result takes its call's name and each call its result's status
-    // (the last of a repeated call id). The maps borrow the call ids; what
-    // each part takes is decided first, then set, in part order.
+/// What a tool part takes from its partner ([`tool_links`]).
+enum Took {
+    /// A result's name: its call's.
+    Name(String),
+    /// A call's status: its result's.
+    Status(ToolStatus),
+}
+
+/// For each tool part, in part order: a result takes its call's name and a
+/// call its result's status (the last of a repeated call id; no result:
+/// pending). The maps borrow the call ids.
+fn tool_links(s: &Session) -> Vec<Took> {
     let tools = || {
         s.messages
             .iter()
@@ -1051,11 +1055,7 @@ pub(super) fn finish(s: &mut Session) {
             names.insert(&t.call_id, &t.name);
         }
     }
-    enum Took {
-        Name(String),
-        Status(ToolStatus),
-    }
-    let took: Vec<Took> = tools()
+    tools()
         .map(|(is_result, t)| match is_result {
             true => Took::Name(
                 names
@@ -1068,19 +1068,27 @@ pub(super) fn finish(s: &mut Session) {
                     .map_or(ToolStatus::Pending, |&r| r.clone()),
             ),
         })
-        .collect();
-    drop((names, results));
-    let mut took = took.into_iter();
-    for t in s
+        .collect()
+}
+
+/// Everything that depends on all lines at once; run after loading and
+/// after edits: tool call status, first lines of files (a resumed session
+/// names its parent in the previous session's file), compaction markers,
+/// the visible view, notes.
+pub(super) fn finish(s: &mut Session) {
+    // The tool links and the view read the session apart from each other:
+    // both are found at once, on two cores, then set.
+    let (took, view) = rayon::join(|| tool_links(s), || view::resolve(s));
+    for (t, took) in s
         .messages
         .iter_mut()
         .flat_map(|m| &mut m.parts)
         .filter_map(|p| p.tool.as_deref_mut())
+        .zip(took)
     {
-        match took.next() {
-            Some(Took::Name(name)) => t.name = name,
-            Some(Took::Status(status)) => t.status = status,
-            None => break,
+        match took {
+            Took::Name(name) => t.name = name,
+            Took::Status(status) => t.status = status,
         }
     }
     let mut first_seen: HashSet<usize> = HashSet::default();
@@ -1091,21 +1099,7 @@ pub(super) fn finish(s: &mut Session) {
             }
         }
     }
-    view::resolve_markers(s);
-    // Claude Code relinks preserved messages under the summary on resume: a
-    // copy that drops their stored parents is fine.
-    let preserved: HashSet<String> = s
-        .messages
-        .iter()
-        .filter_map(|m| m.compaction())
-        .flat_map(|c| c.preserved.iter().cloned())
-        .collect();
-    for m in &mut s.messages {
-        if preserved.contains(m.id.as_str()) {
-            m.parent_optional = true;
-        }
-    }
-    s.visible = view::visible_view(s);
+    view.apply(s);
     s.notes.clear();
     let boundaries = s.compactions();
     if boundaries > 0 {

@@ -62,10 +62,58 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Fills each boundary's [`crate::model::CompactionMarker::preserved`] and
-/// `prunes` from its stored `compactMetadata` and the lines present now.
-pub fn resolve_markers(s: &mut Session) {
+/// What [`resolve`] finds, to be set on the session by [`View::apply`].
+pub struct View {
+    /// `(message index, preserved uuids, prunes)` of each boundary, for
+    /// [`crate::model::CompactionMarker::preserved`] and `prunes`.
+    markers: Vec<(usize, Vec<String>, bool)>,
+    /// The visible view ([`crate::model::Session::visible`]).
+    visible: Vec<usize>,
+}
+
+/// Resolves each boundary's preserved messages from its stored
+/// `compactMetadata` and the lines present now, and the indexes of the
+/// messages Claude Code sends on resume, in the order sent (module doc),
+/// with one uuid map for both. For a re-used uuid, the index of its last
+/// line (its content).
+pub fn resolve(s: &Session) -> View {
     let map = entries(s);
+    let markers = markers(s, &map);
+    let visible = visible_view(s, &map, &markers);
+    View { markers, visible }
+}
+
+impl View {
+    /// Sets each boundary's `preserved` and `prunes`, marks the preserved
+    /// messages' parents optional (Claude Code relinks them under the
+    /// summary on resume: a copy that drops their stored parents is fine)
+    /// and sets the visible view.
+    pub fn apply(self, s: &mut Session) {
+        let preserved: HashSet<&str> = self
+            .markers
+            .iter()
+            .flat_map(|(_, p, _)| p.iter().map(String::as_str))
+            .collect();
+        for m in &mut s.messages {
+            if preserved.contains(m.id.as_str()) {
+                m.parent_optional = true;
+            }
+        }
+        drop(preserved);
+        for (i, preserved, prunes) in self.markers {
+            for p in &mut s.messages[i].parts {
+                if let Some(c) = &mut p.compaction {
+                    c.preserved = preserved.clone();
+                    c.prunes = prunes;
+                }
+            }
+        }
+        s.visible = self.visible;
+    }
+}
+
+/// `(message index, preserved uuids, prunes)` of each boundary.
+fn markers(s: &Session, map: &HashMap<&str, (usize, usize)>) -> Vec<(usize, Vec<String>, bool)> {
     let mut resolved: Vec<(usize, Vec<String>, bool)> = Vec::new();
     for (i, m) in s.messages.iter().enumerate() {
         if m.compaction().is_none() {
@@ -103,14 +151,7 @@ pub fn resolve_markers(s: &mut Session) {
         };
         resolved.push((i, preserved, prunes));
     }
-    for (i, preserved, prunes) in resolved {
-        for p in &mut s.messages[i].parts {
-            if let Some(c) = &mut p.compaction {
-                c.preserved = preserved.clone();
-                c.prunes = prunes;
-            }
-        }
-    }
+    resolved
 }
 
 /// Whether a message on the history walk is sent to the model: user and
@@ -123,19 +164,23 @@ fn sent(m: &Message) -> bool {
     }
 }
 
-/// Indexes of the messages Claude Code sends on resume, in the order sent
-/// (module doc). For a re-used uuid, the index of its last line (its content).
-pub fn visible_view(s: &Session) -> Vec<usize> {
-    let map = entries(s);
+/// Indexes of the messages Claude Code sends on resume ([`resolve`]), the
+/// boundaries' preserved messages taken from `markers`.
+fn visible_view(
+    s: &Session,
+    map: &HashMap<&str, (usize, usize)>,
+    markers: &[(usize, Vec<String>, bool)],
+) -> Vec<usize> {
     let boundary = s.messages.iter().enumerate().rfind(|(i, m)| {
         m.compaction().is_some() && map.get(m.id.as_str()).map(|e| e.0) == Some(*i)
     });
-    let (bpos, marker, bid) = match boundary {
-        Some((i, m)) => (i, m.compaction().cloned(), Some(m.id.as_str())),
-        None => (0, None, None),
+    let (bpos, bid) = match boundary {
+        Some((i, m)) => (i, Some(m.id.as_str())),
+        None => (0, None),
     };
-    let prunes = marker.as_ref().is_some_and(|c| c.prunes);
-    let preserved: Vec<String> = marker.map(|c| c.preserved).unwrap_or_default();
+    let marker = boundary.and_then(|_| markers.iter().find(|(i, ..)| *i == bpos));
+    let prunes = marker.is_some_and(|(_, _, prunes)| *prunes);
+    let preserved: &[String] = marker.map_or(&[], |(_, p, _)| p.as_slice());
     let anchor = bid.and_then(|b| {
         s.messages[bpos..]
             .iter()
