@@ -5,14 +5,14 @@
 //! first line of a resumed session; claude-code-log's "expected roots") are
 //! not reported.
 
-use super::{Code, Facts, Finding, IdIndex, Severity};
+use super::{Code, Facts, Finding, Links, Parent, Severity};
 use crate::model::{ParentLinks, Role, Session, SUBSESSION_REF};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Whether each message's parent walk reaches a root without a missing link
 /// or a cycle (first copy of each id); a missing parent the agent expects
 /// ([`crate::model::Message::parent_optional`]) counts as a root.
-pub(super) fn resolves(s: &Session, first: &IdIndex<'_>) -> Vec<bool> {
+pub(super) fn resolves(s: &Session, links: &Links) -> Vec<bool> {
     if !s.has_parents() {
         return vec![true; s.messages.len()];
     }
@@ -30,12 +30,10 @@ pub(super) fn resolves(s: &Session, first: &IdIndex<'_>) -> Vec<bool> {
             }
             state[cur] = 1;
             path.push(cur);
-            match s.messages[cur].parent_id.as_deref() {
-                None => break true,
-                Some(p) => match first.get(p) {
-                    Some(&pi) => cur = pi,
-                    None => break s.messages[cur].parent_optional,
-                },
+            match links.parent(cur) {
+                Parent::None => break true,
+                Parent::At(pi) => cur = pi,
+                Parent::Missing => break s.messages[cur].parent_optional,
             }
         };
         for &i in &path {
@@ -78,9 +76,9 @@ pub fn suggested_parents(f: &Facts<'_>, indexes: &[usize]) -> Vec<Option<String>
             }
         }
         ParentLinks::Chain => {
-            let first = f.ids();
-            let ok = resolves(s, first);
-            let risky = risky_ids(s, first);
+            let links = f.links();
+            let ok = resolves(s, links);
+            let risky = f.risky();
             let mut copies: Option<HashMap<&str, Vec<usize>>> = None;
             // (file, sidechain) -> the newest valid candidates, newest
             // first (several, so a message can skip a copy of itself and
@@ -107,7 +105,7 @@ pub fn suggested_parents(f: &Facts<'_>, indexes: &[usize]) -> Vec<Option<String>
                         .map(|&k| s.messages[k].id.to_string());
                     out.push(pick);
                 }
-                if first.get(m.id.as_str()) != Some(&i) {
+                if !links.is_first(i) {
                     continue;
                 }
                 if !m.sidechain && m.compaction().is_some() {
@@ -136,17 +134,14 @@ const CANDIDATES: usize = 8;
 /// Ids a re-parenting could close a cycle through: ids with several copies
 /// (a parent set on one is set on every copy) and ids some earlier message
 /// already names as its parent.
-pub(super) fn risky_ids<'a>(
-    s: &'a Session,
-    first: &HashMap<&'a str, usize>,
-) -> rustc_hash::FxHashSet<&'a str> {
+pub(super) fn risky_ids<'a>(s: &'a Session, links: &Links) -> rustc_hash::FxHashSet<&'a str> {
     let mut out = rustc_hash::FxHashSet::default();
     for (i, m) in s.messages.iter().enumerate() {
-        if first.get(m.id.as_str()) != Some(&i) {
+        if !links.is_first(i) {
             out.insert(m.id.as_str());
         }
-        if let Some(p) = m.parent_id.as_deref() {
-            if first.get(p).is_some_and(|&pi| pi > i) {
+        if let (Parent::At(pi), Some(p)) = (links.parent(i), m.parent_id.as_deref()) {
+            if pi > i {
                 out.insert(p);
             }
         }
@@ -200,14 +195,14 @@ pub fn dangling(f: &Facts<'_>) -> Vec<usize> {
     if !s.has_parents() {
         return Vec::new();
     }
-    let ids = f.ids();
+    let links = f.links();
     s.messages
         .iter()
         .enumerate()
-        .filter(|(_, m)| {
+        .filter(|(i, m)| {
             !m.parent_optional
                 && m.role.as_str() != SUBSESSION_REF
-                && m.parent_id.as_deref().is_some_and(|p| !ids.contains_key(p))
+                && links.parent(*i) == Parent::Missing
         })
         .map(|(i, _)| i)
         .collect()

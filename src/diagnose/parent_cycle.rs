@@ -33,14 +33,9 @@ pub fn cycles(f: &Facts<'_>) -> Vec<Cycle> {
     if !s.has_parents() {
         return Vec::new();
     }
-    let first = f.ids();
+    let links = f.links();
     let n = s.messages.len();
-    let next = |i: usize| -> Option<usize> {
-        s.messages[i]
-            .parent_id
-            .as_deref()
-            .and_then(|p| first.get(p).copied())
-    };
+    let next = |i: usize| -> Option<usize> { links.parent(i).at() };
     // 0 unvisited, 1 on the current walk, 2 done.
     let mut state = vec![0u8; n];
     let mut out = Vec::new();
@@ -125,6 +120,7 @@ pub fn check(f: &Facts<'_>) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnose::Parent;
     use crate::model::{Agent, Message, Role, Session};
 
     fn msg(id: &str, parent: Option<&str>) -> Message {
@@ -170,5 +166,41 @@ mod tests {
         links.push((ids[ids.len() - 1].as_str(), None));
         let s = session(&links);
         assert!(cycles(&Facts::new(&s)).is_empty());
+    }
+
+    /// A re-used id links to its first copy, and a parent is followed to
+    /// the first copy of the id it names; an unknown parent is missing.
+    #[test]
+    fn links_lead_to_first_copies_and_tell_no_parent_from_a_missing_one() {
+        let s = session(&[
+            ("a", None),
+            ("b", Some("a")),
+            ("a", Some("b")),
+            ("c", Some("gone")),
+            ("d", Some("c")),
+        ]);
+        let f = Facts::new(&s);
+        let l = f.links();
+        let firsts: Vec<bool> = (0..5).map(|i| l.is_first(i)).collect();
+        assert_eq!(firsts, [true, true, false, true, true]);
+        let parents: Vec<Parent> = (0..5).map(|i| l.parent(i)).collect();
+        assert_eq!(
+            parents,
+            [
+                Parent::None,
+                Parent::At(0),
+                Parent::At(1),
+                Parent::Missing,
+                Parent::At(3)
+            ]
+        );
+        assert_eq!(Parent::Missing.at(), None);
+        let risky: Vec<&str> = {
+            let mut r: Vec<&str> = f.risky().iter().copied().collect();
+            r.sort();
+            r
+        };
+        // "a" has two copies; no parent named before its first copy.
+        assert_eq!(risky, ["a"]);
     }
 }

@@ -100,7 +100,7 @@ fn user_turn(f: &Facts<'_>) -> Vec<StaleParent> {
 fn chain(f: &Facts<'_>) -> Vec<StaleParent> {
     let s = f.session;
     // Ids whose copies or parents make a walk risky.
-    let risky = super::dangling_parent::risky_ids(s, f.ids());
+    let risky = f.risky();
     // id -> (first index, last index) over the main history, sized once.
     let mut pos: HashMap<&str, (usize, usize)> =
         HashMap::with_capacity_and_hasher(s.messages.len(), Default::default());
