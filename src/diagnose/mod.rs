@@ -269,6 +269,12 @@ impl Links {
         Links { first, parent }
     }
 
+    /// The index of the first copy of message `i`'s id: one index for
+    /// every copy of an id.
+    pub fn first(&self, i: usize) -> usize {
+        self.first[i]
+    }
+
     /// Whether message `i` is the first copy of its id.
     pub fn is_first(&self, i: usize) -> bool {
         self.first[i] == i

@@ -101,22 +101,30 @@ fn chain(f: &Facts<'_>) -> Vec<StaleParent> {
     let s = f.session;
     // Ids whose copies or parents make a walk risky.
     let risky = f.risky();
-    // id -> (first index, last index) over the main history, sized once.
-    let mut pos: HashMap<&str, (usize, usize)> =
-        HashMap::with_capacity_and_hasher(s.messages.len(), Default::default());
-    for (i, m) in s.messages.iter().enumerate().filter(|(_, m)| !m.sidechain) {
-        pos.entry(m.id.as_str())
-            .and_modify(|e| e.1 = i)
-            .or_insert((i, i));
+    // (first index, last index) of each id over the main history, by the
+    // index of the id's first copy in the session ([`super::Links::first`]):
+    // read by index, no id hashed.
+    let links = f.links();
+    let ids = f.ids();
+    let mut span: Vec<Option<(usize, usize)>> = vec![None; s.messages.len()];
+    for (i, _) in s.messages.iter().enumerate().filter(|(_, m)| !m.sidechain) {
+        let e = &mut span[links.first(i)];
+        match e {
+            Some(e) => e.1 = i,
+            None => *e = Some((i, i)),
+        }
     }
+    // The span of the copies of message `i`'s id, of the first copy of
+    // message `i`'s parent, and of any id.
+    let pos_of = |i: usize| span[links.first(i)];
+    let pos_of_parent = |i: usize| links.parent(i).at().and_then(|r| span[r]);
+    let pos = |id: &str| ids.get(id).and_then(|&r| span[r]);
     let boundaries: Vec<usize> = s
         .messages
         .iter()
         .enumerate()
         .filter(|(i, m)| {
-            !m.sidechain
-                && m.compaction().is_some()
-                && pos.get(m.id.as_str()).map(|e| e.0) == Some(*i)
+            !m.sidechain && m.compaction().is_some() && pos_of(*i).map(|e| e.0) == Some(*i)
         })
         .map(|(i, _)| i)
         .collect();
@@ -129,7 +137,7 @@ fn chain(f: &Facts<'_>) -> Vec<StaleParent> {
     let mut summary_of: HashMap<&str, usize> = HashMap::default();
     for (i, m) in s.messages.iter().enumerate() {
         if let (true, Some(p)) = (m.summary, m.parent_id.as_deref()) {
-            if let Some(&(bf, _)) = pos.get(p) {
+            if let Some((bf, _)) = pos_of_parent(i) {
                 if bf <= i && s.messages[bf].compaction().is_some() {
                     summary_of.entry(p).or_insert(i);
                 }
@@ -139,7 +147,7 @@ fn chain(f: &Facts<'_>) -> Vec<StaleParent> {
     let mut out = Vec::new();
     let mut copies = None;
     for (i, m) in s.messages.iter().enumerate() {
-        let Some(&(first, last)) = pos.get(m.id.as_str()) else {
+        let Some((first, last)) = pos_of(i) else {
             continue;
         };
         if first != i || m.compaction().is_some() {
@@ -152,7 +160,7 @@ fn chain(f: &Facts<'_>) -> Vec<StaleParent> {
         let Some(pid) = s.messages[last].parent_id.as_deref() else {
             continue;
         };
-        let Some(&(pfirst, _)) = pos.get(pid) else {
+        let Some((pfirst, _)) = pos_of_parent(last) else {
             continue;
         };
         let marker = s.messages[b].compaction().expect("a boundary");
@@ -179,12 +187,12 @@ fn chain(f: &Facts<'_>) -> Vec<StaleParent> {
             .preserved
             .iter()
             .rev()
-            .filter_map(|x| pos.get(x.as_str()).map(|p| p.0))
+            .filter_map(|x| pos(x).map(|p| p.0))
             .find(|&k| fits(k))
             .or_else(|| {
                 summary_of
                     .get(bid)
-                    .and_then(|&x| pos.get(s.messages[x].id.as_str()))
+                    .and_then(|&x| pos_of(x))
                     .map(|p| p.0)
                     .filter(|&k| k >= b && fits(k))
             })
