@@ -1076,8 +1076,9 @@ fn tool_links(s: &Session) -> Vec<Took> {
 /// names its parent in the previous session's file), compaction markers,
 /// the visible view, notes.
 pub(super) fn finish(s: &mut Session) {
-    // The tool links and the view read the session apart from each other:
-    // both are found at once, on two cores, then set.
+    // The tool links and the view read different fields of the session:
+    // both are found at once (on two cores when the pool has them), then
+    // set.
     let (took, view) = rayon::join(|| tool_links(s), || view::resolve(s));
     for (t, took) in s
         .messages

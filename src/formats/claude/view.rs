@@ -64,11 +64,19 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 
 /// What [`resolve`] finds, to be set on the session by [`View::apply`].
 pub struct View {
-    /// `(message index, preserved uuids, prunes)` of each boundary, for
-    /// [`crate::model::CompactionMarker::preserved`] and `prunes`.
-    markers: Vec<(usize, Vec<String>, bool)>,
+    /// Each boundary's marker, in message order.
+    markers: Vec<Marker>,
     /// The visible view ([`crate::model::Session::visible`]).
     visible: Vec<usize>,
+}
+
+/// A boundary's resolved [`crate::model::CompactionMarker::preserved`] and
+/// `prunes`.
+struct Marker {
+    /// The boundary's message index.
+    index: usize,
+    preserved: Vec<String>,
+    prunes: bool,
 }
 
 /// Resolves each boundary's preserved messages from its stored
@@ -92,7 +100,7 @@ impl View {
         let preserved: HashSet<&str> = self
             .markers
             .iter()
-            .flat_map(|(_, p, _)| p.iter().map(String::as_str))
+            .flat_map(|m| m.preserved.iter().map(String::as_str))
             .collect();
         for m in &mut s.messages {
             if preserved.contains(m.id.as_str()) {
@@ -100,11 +108,11 @@ impl View {
             }
         }
         drop(preserved);
-        for (i, preserved, prunes) in self.markers {
-            for p in &mut s.messages[i].parts {
+        for m in self.markers {
+            for p in &mut s.messages[m.index].parts {
                 if let Some(c) = &mut p.compaction {
-                    c.preserved = preserved.clone();
-                    c.prunes = prunes;
+                    c.preserved = m.preserved.clone();
+                    c.prunes = m.prunes;
                 }
             }
         }
@@ -112,9 +120,9 @@ impl View {
     }
 }
 
-/// `(message index, preserved uuids, prunes)` of each boundary.
-fn markers(s: &Session, map: &HashMap<&str, (usize, usize)>) -> Vec<(usize, Vec<String>, bool)> {
-    let mut resolved: Vec<(usize, Vec<String>, bool)> = Vec::new();
+/// The marker of each boundary, in message order.
+fn markers(s: &Session, map: &HashMap<&str, (usize, usize)>) -> Vec<Marker> {
+    let mut resolved: Vec<Marker> = Vec::new();
     for (i, m) in s.messages.iter().enumerate() {
         if m.compaction().is_none() {
             continue;
@@ -149,7 +157,11 @@ fn markers(s: &Session, map: &HashMap<&str, (usize, usize)>) -> Vec<(usize, Vec<
         } else {
             (Vec::new(), false)
         };
-        resolved.push((i, preserved, prunes));
+        resolved.push(Marker {
+            index: i,
+            preserved,
+            prunes,
+        });
     }
     resolved
 }
@@ -169,7 +181,7 @@ fn sent(m: &Message) -> bool {
 fn visible_view(
     s: &Session,
     map: &HashMap<&str, (usize, usize)>,
-    markers: &[(usize, Vec<String>, bool)],
+    markers: &[Marker],
 ) -> Vec<usize> {
     let boundary = s.messages.iter().enumerate().rfind(|(i, m)| {
         m.compaction().is_some() && map.get(m.id.as_str()).map(|e| e.0) == Some(*i)
@@ -178,9 +190,9 @@ fn visible_view(
         Some((i, m)) => (i, Some(m.id.as_str())),
         None => (0, None),
     };
-    let marker = boundary.and_then(|_| markers.iter().find(|(i, ..)| *i == bpos));
-    let prunes = marker.is_some_and(|(_, _, prunes)| *prunes);
-    let preserved: &[String] = marker.map_or(&[], |(_, p, _)| p.as_slice());
+    let marker = boundary.and_then(|_| markers.iter().find(|m| m.index == bpos));
+    let prunes = marker.is_some_and(|m| m.prunes);
+    let preserved: &[String] = marker.map_or(&[], |m| m.preserved.as_slice());
     let anchor = bid.and_then(|b| {
         s.messages[bpos..]
             .iter()
