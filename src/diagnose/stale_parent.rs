@@ -59,7 +59,7 @@ pub fn stale_parents(f: &Facts<'_>) -> Vec<StaleParent> {
 
 fn user_turn(f: &Facts<'_>) -> Vec<StaleParent> {
     let s = f.session;
-    let ids = f.ids();
+    let links = f.links();
     let visible: HashSet<usize> = s.visible.iter().copied().collect();
     let mut out = Vec::new();
     let mut last_compaction: Option<usize> = None;
@@ -80,7 +80,9 @@ fn user_turn(f: &Facts<'_>) -> Vec<StaleParent> {
         else {
             continue;
         };
-        let Some(&p) = ids.get(pid) else { continue };
+        let Some(p) = links.parent(a).at() else {
+            continue;
+        };
         if p >= c || s.messages[p].role != Role::User {
             continue;
         }
