@@ -162,20 +162,45 @@ fn json_of(data: &[u8]) -> Option<Value> {
 }
 
 /// An opencode `message.data` JSON (also a legacy message file's content).
+/// The typed reader (`message_of_text`) must give what the tree reader
+/// gives, or leave the text to it.
 pub fn opencode_message(data: &[u8]) {
-    let Some(v) = json_of(data) else { return };
+    use crate::formats::opencode::{message_of_text, parse_message};
     let n = data.len() as u64;
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let v = serde_json::from_str::<Value>(text).ok();
     for tc in [None, Some(1500)] {
-        if let Ok(m) = crate::formats::opencode::parse_message("msg_fuzz", v.clone(), n, tc) {
+        let tree = v.clone().map(|v| parse_message("msg_fuzz", v, n, tc));
+        if let Some(fast) = message_of_text("msg_fuzz", text, n, tc) {
+            match &tree {
+                Some(Ok(m)) => assert_eq!(format!("{fast:?}"), format!("{m:?}"), "typed reader"),
+                other => panic!("typed reader read a message the tree reader refuses: {other:?}"),
+            }
+        }
+        if let Some(Ok(m)) = tree {
             exercise_session(&opencode_session(Some(m), None));
         }
     }
 }
 
 /// An opencode `part.data` JSON, as a part of the template's reply.
+/// The typed reader (`part_of_text`) must give what the tree reader gives,
+/// or leave the text to it.
 pub fn opencode_part(data: &[u8]) {
-    let Some(v) = json_of(data) else { return };
+    use crate::formats::opencode::{parse_part, part_of_text};
     let n = data.len() as u64;
+    if let Some(fast) = std::str::from_utf8(data)
+        .ok()
+        .and_then(|t| part_of_text("prt_fuzz", t, n))
+    {
+        match json_of(data).map(|v| parse_part("prt_fuzz", v, n)) {
+            Some(Ok(p)) => assert_eq!(format!("{fast:?}"), format!("{p:?}"), "typed reader"),
+            other => panic!("typed reader read a part the tree reader refuses: {other:?}"),
+        }
+    }
+    let Some(v) = json_of(data) else { return };
     for mid in ["msg_b", "msg_a", "msg_gone"] {
         if let Ok(p) = crate::formats::opencode::parse_part("prt_fuzz", v.clone(), n) {
             exercise_session(&opencode_session(None, Some((mid.to_string(), p))));

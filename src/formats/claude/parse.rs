@@ -37,7 +37,7 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-use crate::formats::measured::{Figures, Measured};
+use crate::formats::measured::{Figures, Lenient, Measured};
 use crate::measure::char_count as chars;
 
 /// Milliseconds since the Unix epoch of an RFC 3339 timestamp; 0 when absent or unparsable.
@@ -180,65 +180,6 @@ struct CompactFields<'a> {
     pre_tokens: Raw<'a>,
     #[serde(borrow, rename = "postTokens")]
     post_tokens: Raw<'a>,
-}
-
-/// An object field read in the same pass as its parent when it is an
-/// object of `T`'s shape; any other JSON value reads as absent.
-pub(crate) struct Lenient<T>(Option<T>);
-
-impl<T> Default for Lenient<T> {
-    fn default() -> Self {
-        Lenient(None)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
-        struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Lenient<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> std::result::Result<Self::Value, A::Error> {
-                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(|t| Lenient(Some(t)))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> std::result::Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Lenient(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
-                Ok(Lenient(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> std::result::Result<Self::Value, E> {
-                Ok(Lenient(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> std::result::Result<Self::Value, E> {
-                Ok(Lenient(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> std::result::Result<Self::Value, E> {
-                Ok(Lenient(None))
-            }
-            fn visit_str<E>(self, _: &str) -> std::result::Result<Self::Value, E> {
-                Ok(Lenient(None))
-            }
-            fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
-                Ok(Lenient(None))
-            }
-            fn visit_none<E>(self) -> std::result::Result<Self::Value, E> {
-                Ok(Lenient(None))
-            }
-        }
-        d.deserialize_any(V(std::marker::PhantomData))
-    }
 }
 
 /// The figures of a raw JSON string (`None` for any other value, or a

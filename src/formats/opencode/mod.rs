@@ -11,7 +11,7 @@ mod view;
 use anyhow::Result;
 use std::path::Path;
 
-pub(crate) use parse::{parse_message, parse_part};
+pub(crate) use parse::{message_of_text, parse_message, parse_part, part_of_text};
 pub use view::visible_view;
 
 /// Stored field names of the opencode message and part shapes.

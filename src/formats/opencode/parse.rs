@@ -5,11 +5,11 @@
 
 use super::view::visible_view;
 use super::PARENT_FIELD;
-use crate::measure::{has_compact_marker, parse_data_url};
+use crate::formats::measured::Figures;
+use crate::measure::parse_data_url;
 use crate::model::*;
 use serde_json::Value;
-
-use crate::measure::char_count as chars;
+use std::borrow::Cow;
 
 fn u64_at(v: &Value, path: &[&str]) -> u64 {
     let mut cur = v;
@@ -28,6 +28,161 @@ fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
+/// What [`parse_message`] reads of a message info. Two readers give it: a
+/// tree ([`MessageInfo::of_value`]) and the JSON text itself
+/// ([`MessageInfo::of_text`]), which gives the same or sends the row to the
+/// tree reader.
+#[derive(Default)]
+struct MessageInfo<'a> {
+    role: Option<Cow<'a, str>>,
+    /// `time.created` (ms).
+    created: Option<i64>,
+    /// `time.completed` (ms).
+    completed: Option<i64>,
+    usage: Usage,
+    error: Option<StoredError>,
+    /// `provider/model`.
+    model: Option<String>,
+    parent: Option<Cow<'a, str>>,
+    summary: bool,
+    finish: Option<Cow<'a, str>>,
+}
+
+impl<'a> MessageInfo<'a> {
+    /// The fields of a message info tree (a JSON object).
+    fn of_value(raw: &'a Value) -> MessageInfo<'a> {
+        let s = |v: &'a Value, k: &str| str_at(v, k).map(Cow::Borrowed);
+        let usage = match raw.get("tokens") {
+            Some(t) => Usage {
+                input: u64_at(t, &["input"]),
+                output: u64_at(t, &["output"]),
+                reasoning: u64_at(t, &["reasoning"]),
+                cache_read: u64_at(t, &["cache", "read"]),
+                cache_write: u64_at(t, &["cache", "write"]),
+                total: t.get("total").and_then(Value::as_u64),
+            },
+            None => Usage::default(),
+        };
+        let error = raw.get("error").filter(|e| !e.is_null()).map(|e| {
+            let data = e.get("data").cloned().unwrap_or(Value::Null);
+            StoredError {
+                name: str_at(e, "name").unwrap_or("UnknownError").to_string(),
+                status_code: data
+                    .get("statusCode")
+                    .and_then(Value::as_u64)
+                    .map(|c| c as u16),
+                message: str_at(&data, "message").unwrap_or("").to_string(),
+                response_body: str_at(&data, "responseBody").map(str::to_string),
+            }
+        });
+        let model = match (str_at(raw, "providerID"), str_at(raw, "modelID")) {
+            (Some(p), Some(m)) => Some(format!("{p}/{m}")),
+            _ => match (
+                raw.pointer("/model/providerID").and_then(Value::as_str),
+                raw.pointer("/model/modelID").and_then(Value::as_str),
+            ) {
+                (Some(p), Some(m)) => Some(format!("{p}/{m}")),
+                _ => None,
+            },
+        };
+        MessageInfo {
+            role: s(raw, "role"),
+            created: raw.pointer("/time/created").and_then(Value::as_i64),
+            completed: raw.pointer("/time/completed").and_then(Value::as_i64),
+            usage,
+            error,
+            model,
+            parent: s(raw, PARENT_FIELD),
+            summary: raw.get("summary").and_then(Value::as_bool).unwrap_or(false),
+            finish: s(raw, "finish"),
+        }
+    }
+
+    /// The fields of a message info's JSON text, read without a tree;
+    /// `None` when the tree reader must decide ([`fast::readable`], a
+    /// stored error, a repeated key or a field it would read otherwise).
+    fn of_text(text: &'a str) -> Option<MessageInfo<'a>> {
+        use fast::*;
+        if !readable(text) {
+            return None;
+        }
+        let f: MessageFields<'a> = serde_json::from_str(text).ok()?;
+        if f.error.is_some() {
+            return None;
+        }
+        let t = f.tokens.0.unwrap_or_default();
+        let cache = t.cache.0.unwrap_or_default();
+        // A `tokens` that is not an object reads as all zero, as absent.
+        let usage = Usage {
+            input: num(t.input),
+            output: num(t.output),
+            reasoning: num(t.reasoning),
+            cache_read: num(cache.read),
+            cache_write: num(cache.write),
+            total: int::<u64>(t.total),
+        };
+        let nested = f.model.0.unwrap_or_default();
+        let model = match (string(f.provider)?, string(f.model_id)?) {
+            (Some(p), Some(m)) => Some(format!("{p}/{m}")),
+            _ => match (string(nested.provider)?, string(nested.model)?) {
+                (Some(p), Some(m)) => Some(format!("{p}/{m}")),
+                _ => None,
+            },
+        };
+        let time = f.time.0.unwrap_or_default();
+        Some(MessageInfo {
+            role: string(f.role)?,
+            created: int::<i64>(time.created),
+            completed: int::<i64>(time.completed),
+            usage,
+            error: None,
+            model,
+            parent: string(f.parent)?,
+            summary: boolean(f.summary),
+            finish: string(f.finish)?,
+        })
+    }
+
+    /// The [`Message`]; errors name the missing field.
+    fn message(
+        self,
+        id: &str,
+        info_bytes: u64,
+        time_created: Option<i64>,
+    ) -> std::result::Result<Message, String> {
+        let role = match self.role {
+            Some(r) => Role::named(&r),
+            None => return Err("missing string field `role`".into()),
+        };
+        let time_created = match time_created.or(self.created) {
+            Some(t) => t,
+            None => return Err("missing number field `time.created`".into()),
+        };
+        Ok(Message {
+            id: id.into(),
+            role,
+            parent_id: self.parent.map(|p| (*p).into()),
+            line: None,
+            sidechain: false,
+            parent_optional: false,
+            response_id: None,
+            time_created,
+            time_completed: self.completed,
+            summary: self.summary,
+            finish: self.finish.map(|f| sym(&f)),
+            rare: Rare {
+                error: self.error,
+                ..Default::default()
+            }
+            .boxed(),
+            usage: self.usage.boxed(),
+            model: self.model.map(|m| sym(&m)),
+            info_bytes,
+            parts: thin_vec::ThinVec::new(),
+        })
+    }
+}
+
 /// Builds a [`Message`] from an opencode message info (`raw`, as stored: with or
 /// without `id`/`sessionID`). `time_created` is the stored column or `time.created`.
 /// Errors name the missing or mistyped field.
@@ -40,77 +195,250 @@ pub(crate) fn parse_message(
     if !raw.is_object() {
         return Err("expected a JSON object for the message info".into());
     }
-    let role = match str_at(&raw, "role") {
-        Some(r) => Role::named(r),
-        None => return Err("missing string field `role`".into()),
-    };
-    let time_created =
-        match time_created.or_else(|| raw.pointer("/time/created").and_then(Value::as_i64)) {
-            Some(t) => t,
-            None => return Err("missing number field `time.created`".into()),
-        };
-    let tokens = raw.get("tokens");
-    let usage = match tokens {
-        Some(t) => Usage {
-            input: u64_at(t, &["input"]),
-            output: u64_at(t, &["output"]),
-            reasoning: u64_at(t, &["reasoning"]),
-            cache_read: u64_at(t, &["cache", "read"]),
-            cache_write: u64_at(t, &["cache", "write"]),
-            total: t.get("total").and_then(Value::as_u64),
-        },
-        None => Usage::default(),
-    };
-    let error = raw.get("error").filter(|e| !e.is_null()).map(|e| {
-        let data = e.get("data").cloned().unwrap_or(Value::Null);
-        StoredError {
-            name: str_at(e, "name").unwrap_or("UnknownError").to_string(),
-            status_code: data
-                .get("statusCode")
-                .and_then(Value::as_u64)
-                .map(|c| c as u16),
-            message: str_at(&data, "message").unwrap_or("").to_string(),
-            response_body: str_at(&data, "responseBody").map(str::to_string),
-        }
-    });
-    let model = match (str_at(&raw, "providerID"), str_at(&raw, "modelID")) {
-        (Some(p), Some(m)) => Some(format!("{p}/{m}")),
-        _ => match (
-            raw.pointer("/model/providerID").and_then(Value::as_str),
-            raw.pointer("/model/modelID").and_then(Value::as_str),
-        ) {
-            (Some(p), Some(m)) => Some(format!("{p}/{m}")),
-            _ => None,
-        },
-    }
-    .map(|m| sym(&m));
-    Ok(Message {
-        id: id.into(),
-        role,
-        parent_id: str_at(&raw, PARENT_FIELD).map(Into::into),
-        line: None,
-        sidechain: false,
-        parent_optional: false,
-        response_id: None,
-        time_created,
-        time_completed: raw.pointer("/time/completed").and_then(Value::as_i64),
-        summary: raw.get("summary").and_then(Value::as_bool).unwrap_or(false),
-        finish: str_at(&raw, "finish").map(sym),
-        rare: Rare {
-            error,
-            ..Default::default()
-        }
-        .boxed(),
-        usage: usage.boxed(),
-        model,
-        info_bytes,
-        parts: thin_vec::ThinVec::new(),
-    })
+    MessageInfo::of_value(&raw).message(id, info_bytes, time_created)
+}
+
+/// [`parse_message`] of a message info's JSON text, read without building
+/// a tree; `None` when the text must be read as a tree and given to
+/// [`parse_message`], which then decides (an error included).
+pub(crate) fn message_of_text(
+    id: &str,
+    text: &str,
+    info_bytes: u64,
+    time_created: Option<i64>,
+) -> Option<Message> {
+    MessageInfo::of_text(text)?
+        .message(id, info_bytes, time_created)
+        .ok()
 }
 
 /// Placeholder opencode sends instead of a tool output marked compacted
 /// (`toModelMessages`, docs/formats/opencode-kilo.md section 10).
 const CLEARED_TOOL_OUTPUT: &str = "[Old tool result content cleared]";
+
+/// What [`parse_part`] reads of a part, from a tree ([`PartInfo::of_value`])
+/// or from the JSON text ([`PartInfo::of_text`]), as [`MessageInfo`].
+#[derive(Default)]
+struct PartInfo<'a> {
+    kind_name: Option<Cow<'a, str>>,
+    ignored: bool,
+    /// `text` (a text or reasoning part); zero when not a string.
+    text: Figures,
+    url: Option<Cow<'a, str>>,
+    filename: Option<Cow<'a, str>>,
+    state: ToolState<'a>,
+    tool: Option<Cow<'a, str>>,
+    call_id: Option<Cow<'a, str>>,
+    auto: bool,
+    overflow: bool,
+    tail_start_id: Option<Cow<'a, str>>,
+    synthetic: bool,
+}
+
+/// What [`PartInfo`] reads of a tool part's `state`.
+#[derive(Default)]
+struct ToolState<'a> {
+    status: Option<Cow<'a, str>>,
+    /// `output`, else `error`, else empty.
+    output: Figures,
+    /// `input` as compact JSON (empty when absent).
+    input: Figures,
+    /// `time.compacted` is set: opencode sends a placeholder instead.
+    cleared: bool,
+    /// The `url` (when a string) and `filename` of each attachment.
+    attachments: Vec<(Cow<'a, str>, Option<Cow<'a, str>>)>,
+}
+
+impl<'a> PartInfo<'a> {
+    /// The fields of a part tree.
+    fn of_value(raw: &'a Value) -> PartInfo<'a> {
+        let s = |v: &'a Value, k: &str| str_at(v, k).map(Cow::Borrowed);
+        let b = |v: &Value, k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let state = raw.get("state").map_or_else(ToolState::default, |st| {
+            let output = str_at(st, "output")
+                .or_else(|| str_at(st, "error"))
+                .unwrap_or("");
+            let input = st.get("input").map(|i| i.to_string()).unwrap_or_default();
+            ToolState {
+                status: s(st, "status"),
+                output: Figures::of(output),
+                input: Figures::of(&input),
+                cleared: st.pointer("/time/compacted").is_some_and(|v| !v.is_null()),
+                attachments: st
+                    .get("attachments")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|a| Some((s(a, "url")?, s(a, "filename"))))
+                    .collect(),
+            }
+        });
+        PartInfo {
+            kind_name: s(raw, "type"),
+            ignored: b(raw, "ignored"),
+            text: Figures::of(str_at(raw, "text").unwrap_or("")),
+            url: s(raw, "url"),
+            filename: s(raw, "filename"),
+            state,
+            tool: s(raw, "tool"),
+            call_id: s(raw, "callID"),
+            auto: b(raw, "auto"),
+            overflow: b(raw, "overflow"),
+            tail_start_id: s(raw, "tail_start_id"),
+            synthetic: b(raw, "synthetic"),
+        }
+    }
+
+    /// The fields of a part's JSON text, read without a tree (its texts
+    /// measured as they are read, not copied); `None` when the tree reader
+    /// must decide ([`fast::readable`], attachments, a repeated key or a
+    /// field it would read otherwise).
+    fn of_text(text: &'a str) -> Option<PartInfo<'a>> {
+        use fast::*;
+        if !readable(text) {
+            return None;
+        }
+        let f: PartFields<'a> = serde_json::from_str(text).ok()?;
+        let state = match f.state.0 {
+            None => ToolState::default(),
+            Some(st) => {
+                if st.attachments.is_some_and(|a| a.get() != "[]") {
+                    return None;
+                }
+                let input = match st.input.0 {
+                    Some(i) => {
+                        Figures::of(&serde_json::from_str::<Value>(i.get()).ok()?.to_string())
+                    }
+                    None => Figures::default(),
+                };
+                ToolState {
+                    status: string(st.status)?,
+                    output: st.output.str().or(st.error.str()).unwrap_or_default(),
+                    input,
+                    cleared: st.time.0.is_some_and(|t| t.compacted.is_some()),
+                    attachments: Vec::new(),
+                }
+            }
+        };
+        Some(PartInfo {
+            kind_name: string(f.ty)?,
+            ignored: boolean(f.ignored),
+            text: f.text.str().unwrap_or_default(),
+            url: string(f.url)?,
+            filename: string(f.filename)?,
+            state,
+            tool: string(f.tool)?,
+            call_id: string(f.call_id)?,
+            auto: boolean(f.auto),
+            overflow: boolean(f.overflow),
+            tail_start_id: string(f.tail_start_id)?,
+            synthetic: boolean(f.synthetic),
+        })
+    }
+
+    /// The [`Part`]; errors name the missing field.
+    fn part(self, id: &str, payload_bytes: u64) -> std::result::Result<Part, String> {
+        let kind_name = match &self.kind_name {
+            Some(t) => sym(t),
+            None => return Err("missing string field `type` in the part".into()),
+        };
+        let kind = match &*kind_name {
+            "text" => PartKind::Text,
+            "reasoning" => PartKind::Reasoning,
+            "tool" => PartKind::Tool,
+            "file" => PartKind::File,
+            "compaction" => PartKind::Compaction,
+            "step-start" => PartKind::StepStart,
+            "step-finish" => PartKind::StepFinish,
+            "patch" => PartKind::Patch,
+            _ => PartKind::Other,
+        };
+        let mut media = Vec::new();
+        let mut tool = None;
+        let mut compaction = None;
+        let mut model_chars = 0;
+        let mut rewritten = false;
+        let mut wire_bytes = 0;
+        match kind {
+            // opencode leaves `ignored` text parts out of requests.
+            PartKind::Text if !self.ignored => {
+                model_chars = self.text.chars;
+                wire_bytes = self.text.bytes;
+                rewritten = self.text.marker;
+            }
+            PartKind::Reasoning => {
+                model_chars = self.text.chars;
+                wire_bytes = self.text.bytes;
+            }
+            PartKind::File => {
+                let url = self.url.as_deref().unwrap_or("");
+                wire_bytes = url.len() as u64;
+                if let Some(m) = parse_data_url(url, self.filename.as_deref()) {
+                    media.push(m);
+                }
+            }
+            PartKind::Tool => {
+                let state = self.state;
+                let status = match state.status.as_deref() {
+                    Some("pending") => ToolStatus::Pending,
+                    Some("running") => ToolStatus::Running,
+                    Some("completed") => ToolStatus::Completed,
+                    Some("error") => ToolStatus::Error,
+                    Some(o) => ToolStatus::Other(o.to_string()),
+                    None => ToolStatus::Other(String::new()),
+                };
+                let (output, input, cleared) = (state.output, state.input, state.cleared);
+                let sent_output = if cleared {
+                    Figures::of(CLEARED_TOOL_OUTPUT)
+                } else {
+                    output
+                };
+                rewritten = output.marker || input.marker;
+                model_chars = input.chars + sent_output.chars;
+                wire_bytes = input.bytes + sent_output.bytes;
+                // opencode drops the attachments of a tool output marked compacted.
+                for (url, filename) in &state.attachments {
+                    if let Some(m) = parse_data_url(url, filename.as_deref()) {
+                        if !cleared {
+                            wire_bytes += m.encoded_bytes;
+                        }
+                        media.push(m);
+                    }
+                }
+                tool = Some(Box::new(ToolCall {
+                    name: self.tool.as_deref().unwrap_or("").to_string(),
+                    call_id: self.call_id.as_deref().unwrap_or("").to_string(),
+                    status,
+                    output_chars: output.chars,
+                    output_cleared: cleared,
+                }));
+            }
+            PartKind::Compaction => {
+                compaction = Some(Box::new(CompactionMarker {
+                    auto: self.auto,
+                    overflow: self.overflow,
+                    tail_start_id: self.tail_start_id.map(Cow::into_owned),
+                    ..Default::default()
+                }))
+            }
+            _ => {}
+        }
+        Ok(Part {
+            id: id.into(),
+            kind,
+            kind_name,
+            payload_bytes,
+            model_chars,
+            wire_bytes,
+            synthetic: self.synthetic,
+            rewritten,
+            media: media.into(),
+            tool,
+            compaction,
+            raw: None,
+        })
+    }
+}
 
 /// Builds a [`Part`] from an opencode part (`raw`, as stored).
 pub(crate) fn parse_part(
@@ -118,122 +446,209 @@ pub(crate) fn parse_part(
     raw: Value,
     payload_bytes: u64,
 ) -> std::result::Result<Part, String> {
-    let kind_name = match str_at(&raw, "type") {
-        Some(t) => sym(t),
-        None => return Err("missing string field `type` in the part".into()),
-    };
-    let kind = match &*kind_name {
-        "text" => PartKind::Text,
-        "reasoning" => PartKind::Reasoning,
-        "tool" => PartKind::Tool,
-        "file" => PartKind::File,
-        "compaction" => PartKind::Compaction,
-        "step-start" => PartKind::StepStart,
-        "step-finish" => PartKind::StepFinish,
-        "patch" => PartKind::Patch,
-        _ => PartKind::Other,
-    };
-    let mut media = Vec::new();
-    let mut tool = None;
-    let mut compaction = None;
-    let mut model_chars = 0;
-    let mut rewritten = false;
-    let mut wire_bytes = 0;
-    match kind {
-        // opencode leaves `ignored` text parts out of requests.
-        PartKind::Text if !raw.get("ignored").and_then(Value::as_bool).unwrap_or(false) => {
-            let t = str_at(&raw, "text").unwrap_or("");
-            model_chars = chars(t);
-            wire_bytes = t.len() as u64;
-            rewritten = has_compact_marker(t);
-        }
-        PartKind::Reasoning => {
-            let t = str_at(&raw, "text").unwrap_or("");
-            model_chars = chars(t);
-            wire_bytes = t.len() as u64;
-        }
-        PartKind::File => {
-            let url = str_at(&raw, "url").unwrap_or("");
-            wire_bytes = url.len() as u64;
-            if let Some(m) = parse_data_url(url, str_at(&raw, "filename")) {
-                media.push(m);
-            }
-        }
-        PartKind::Tool => {
-            let state = raw.get("state").cloned().unwrap_or(Value::Null);
-            let status = match str_at(&state, "status") {
-                Some("pending") => ToolStatus::Pending,
-                Some("running") => ToolStatus::Running,
-                Some("completed") => ToolStatus::Completed,
-                Some("error") => ToolStatus::Error,
-                Some(o) => ToolStatus::Other(o.to_string()),
-                None => ToolStatus::Other(String::new()),
-            };
-            let output = str_at(&state, "output")
-                .or_else(|| str_at(&state, "error"))
-                .unwrap_or("");
-            let cleared = state
-                .pointer("/time/compacted")
-                .is_some_and(|v| !v.is_null());
-            let input = state
-                .get("input")
-                .map(|i| i.to_string())
-                .unwrap_or_default();
-            let sent_output = if cleared { CLEARED_TOOL_OUTPUT } else { output };
-            rewritten = has_compact_marker(output) || has_compact_marker(&input);
-            model_chars = chars(&input) + chars(sent_output);
-            wire_bytes = (input.len() + sent_output.len()) as u64;
-            // opencode drops the attachments of a tool output marked compacted.
-            if let Some(atts) = state.get("attachments").and_then(Value::as_array) {
-                for a in atts {
-                    if let Some(m) =
-                        str_at(a, "url").and_then(|u| parse_data_url(u, str_at(a, "filename")))
-                    {
-                        if !cleared {
-                            wire_bytes += m.encoded_bytes;
-                        }
-                        media.push(m);
-                    }
-                }
-            }
-            tool = Some(Box::new(ToolCall {
-                name: str_at(&raw, "tool").unwrap_or("").to_string(),
-                call_id: str_at(&raw, "callID").unwrap_or("").to_string(),
-                status,
-                output_chars: chars(output),
-                output_cleared: cleared,
-            }));
-        }
-        PartKind::Compaction => {
-            compaction = Some(Box::new(CompactionMarker {
-                auto: raw.get("auto").and_then(Value::as_bool).unwrap_or(false),
-                overflow: raw
-                    .get("overflow")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                tail_start_id: str_at(&raw, "tail_start_id").map(str::to_string),
-                ..Default::default()
-            }))
-        }
-        _ => {}
+    PartInfo::of_value(&raw).part(id, payload_bytes)
+}
+
+/// [`parse_part`] of a part's JSON text, read without building a tree;
+/// `None` when the text must be read as a tree and given to [`parse_part`],
+/// which then decides (an error included).
+pub(crate) fn part_of_text(id: &str, text: &str, payload_bytes: u64) -> Option<Part> {
+    PartInfo::of_text(text)?.part(id, payload_bytes).ok()
+}
+
+/// The typed readers of [`MessageInfo::of_text`] and [`PartInfo::of_text`]:
+/// every field they need borrowed as raw JSON (`&RawValue`) or measured in
+/// the same pass ([`Measured`]), never a tree. serde refuses a repeated
+/// field, which sends the text to the tree reader (that keeps the last).
+mod fast {
+    use crate::formats::measured::{Lenient, Measured};
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+    use std::borrow::Cow;
+
+    pub(super) type Raw<'a> = Option<&'a RawValue>;
+
+    /// Whether the typed readers may read `text` at all: a JSON object the
+    /// tree reader would accept too. They skip what they do not need
+    /// without decoding it, so they would take a text nested deeper than
+    /// the tree reader's limit, a number it refuses as out of range or a
+    /// lone surrogate escape (`\ud800`, which JSON.stringify writes and
+    /// serde_json refuses) that the tree reader refuses.
+    pub(super) fn readable(text: &str) -> bool {
+        let b = text.as_bytes();
+        text.starts_with('{')
+            && !crate::formats::too_deep(b)
+            && !crate::formats::number_out_of_range(b)
+            && !memchr::memmem::find_iter(b, b"\\u").any(|i| {
+                matches!(b.get(i + 2), Some(b'd' | b'D'))
+                    && matches!(b.get(i + 3), Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'))
+            })
     }
-    Ok(Part {
-        id: id.into(),
-        kind,
-        kind_name,
-        payload_bytes,
-        model_chars,
-        wire_bytes,
-        synthetic: raw
-            .get("synthetic")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        rewritten,
-        media: media.into(),
-        tool,
-        compaction,
-        raw: None,
-    })
+
+    /// A string field: `Ok(None)` when absent or not a string, borrowed
+    /// when it holds no escapes; `None` (read as a tree) when it does not
+    /// decode.
+    pub(super) fn string(r: Raw<'_>) -> Option<Option<Cow<'_, str>>> {
+        let Some(t) = r.map(RawValue::get) else {
+            return Some(None);
+        };
+        if !t.starts_with('"') {
+            return Some(None);
+        }
+        if !t.contains('\\') {
+            return Some(t.get(1..t.len() - 1).map(Cow::Borrowed));
+        }
+        serde_json::from_str::<String>(t)
+            .ok()
+            .map(|s| Some(Cow::Owned(s)))
+    }
+
+    /// A JSON `true` (`Value::as_bool`, absent as false).
+    pub(super) fn boolean(r: Raw<'_>) -> bool {
+        r.is_some_and(|r| r.get() == "true")
+    }
+
+    /// An integer field as `Value::as_u64` / `as_i64` read it.
+    pub(super) fn int<T: serde::de::DeserializeOwned>(r: Raw<'_>) -> Option<T> {
+        r.and_then(|r| serde_json::from_str(r.get()).ok())
+    }
+
+    /// A count as the tree reader's `u64_at` reads it: an integer, else a
+    /// number's value clamped at 0 and truncated, else 0.
+    pub(super) fn num(r: Raw<'_>) -> u64 {
+        int::<u64>(r)
+            .or_else(|| int::<f64>(r).map(|f| f.max(0.0) as u64))
+            .unwrap_or(0)
+    }
+
+    /// A field whose `null` counts (`Value::get` gives it): only an absent
+    /// field is `None`.
+    #[derive(Default)]
+    pub(super) struct Present<'a>(pub(super) Raw<'a>);
+
+    impl<'de: 'a, 'a> Deserialize<'de> for Present<'a> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            <&'a RawValue>::deserialize(d).map(|r| Present(Some(r)))
+        }
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct MessageFields<'a> {
+        #[serde(borrow)]
+        pub role: Raw<'a>,
+        #[serde(borrow)]
+        pub time: Lenient<TimeFields<'a>>,
+        #[serde(borrow)]
+        pub tokens: Lenient<TokenFields<'a>>,
+        #[serde(borrow)]
+        pub error: Raw<'a>,
+        #[serde(borrow, rename = "providerID")]
+        pub provider: Raw<'a>,
+        #[serde(borrow, rename = "modelID")]
+        pub model_id: Raw<'a>,
+        #[serde(borrow)]
+        pub model: Lenient<ModelFields<'a>>,
+        /// [`super::PARENT_FIELD`].
+        #[serde(borrow, rename = "parentID")]
+        pub parent: Raw<'a>,
+        #[serde(borrow)]
+        pub summary: Raw<'a>,
+        #[serde(borrow)]
+        pub finish: Raw<'a>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct TimeFields<'a> {
+        #[serde(borrow)]
+        pub created: Raw<'a>,
+        #[serde(borrow)]
+        pub completed: Raw<'a>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct TokenFields<'a> {
+        #[serde(borrow)]
+        pub input: Raw<'a>,
+        #[serde(borrow)]
+        pub output: Raw<'a>,
+        #[serde(borrow)]
+        pub reasoning: Raw<'a>,
+        #[serde(borrow)]
+        pub cache: Lenient<CacheFields<'a>>,
+        #[serde(borrow)]
+        pub total: Raw<'a>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct CacheFields<'a> {
+        #[serde(borrow)]
+        pub read: Raw<'a>,
+        #[serde(borrow)]
+        pub write: Raw<'a>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct ModelFields<'a> {
+        #[serde(borrow, rename = "providerID")]
+        pub provider: Raw<'a>,
+        #[serde(borrow, rename = "modelID")]
+        pub model: Raw<'a>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct PartFields<'a> {
+        #[serde(borrow, rename = "type")]
+        pub ty: Raw<'a>,
+        #[serde(borrow)]
+        pub ignored: Raw<'a>,
+        pub text: Measured,
+        #[serde(borrow)]
+        pub url: Raw<'a>,
+        #[serde(borrow)]
+        pub filename: Raw<'a>,
+        #[serde(borrow)]
+        pub state: Lenient<StateFields<'a>>,
+        #[serde(borrow)]
+        pub tool: Raw<'a>,
+        #[serde(borrow, rename = "callID")]
+        pub call_id: Raw<'a>,
+        #[serde(borrow)]
+        pub auto: Raw<'a>,
+        #[serde(borrow)]
+        pub overflow: Raw<'a>,
+        #[serde(borrow)]
+        pub tail_start_id: Raw<'a>,
+        #[serde(borrow)]
+        pub synthetic: Raw<'a>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct StateFields<'a> {
+        #[serde(borrow)]
+        pub status: Raw<'a>,
+        pub output: Measured,
+        pub error: Measured,
+        #[serde(borrow)]
+        pub time: Lenient<CompactedFields<'a>>,
+        #[serde(borrow)]
+        pub input: Present<'a>,
+        #[serde(borrow)]
+        pub attachments: Raw<'a>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct CompactedFields<'a> {
+        #[serde(borrow)]
+        pub compacted: Raw<'a>,
+    }
 }
 
 /// Sorts messages chronologically (stored time, then ascending id) and
@@ -526,5 +941,156 @@ mod part_sink_tests {
         let orphans: Vec<&str> = s.orphan_parts.iter().map(|o| o.part.id.as_str()).collect();
         assert_eq!(orphans, ["prt_8", "prt_9"]);
         assert_eq!(repeats(&s), [("prt_1", "part of message msg_b")]);
+    }
+}
+
+#[cfg(test)]
+mod typed_reader_tests {
+    use super::*;
+
+    /// Reads `text` with both readers: whether the typed one read it, after
+    /// checking that what it gave is what the tree reader gives.
+    fn part_agrees(text: &str) -> bool {
+        let tree = match serde_json::from_str::<Value>(text) {
+            Ok(v) => format!("{:?}", parse_part("prt_1", v, 9)),
+            Err(e) => format!("invalid JSON: {e}"),
+        };
+        let fast = part_of_text("prt_1", text, 9);
+        if let Some(p) = &fast {
+            assert_eq!(format!("Ok({p:?})"), tree, "{text}");
+        }
+        fast.is_some()
+    }
+
+    /// [`part_agrees`] for a message info, with and without a stored
+    /// `time_created`.
+    fn message_agrees(text: &str) -> bool {
+        let mut read = true;
+        for tc in [None, Some(7)] {
+            let tree = match serde_json::from_str::<Value>(text) {
+                Ok(v) => format!("{:?}", parse_message("msg_1", v, 9, tc)),
+                Err(e) => format!("invalid JSON: {e}"),
+            };
+            let fast = message_of_text("msg_1", text, 9, tc);
+            if let Some(m) = &fast {
+                assert_eq!(format!("Ok({m:?})"), tree, "{text}");
+            }
+            read &= fast.is_some();
+        }
+        read
+    }
+
+    /// The parts the typed reader reads give what the tree gives: texts
+    /// with escapes, non-string texts, files, tools (cleared or not, `null`
+    /// or absent input, an error instead of an output), compactions,
+    /// unknown types, escaped keys.
+    #[test]
+    fn the_typed_part_reader_gives_what_the_tree_gives() {
+        for text in [
+            r#"{"type":"text","text":"hi \"there\"\n é session-doctor compact"}"#,
+            r#"{"type":"text","text":"x","ignored":true}"#,
+            r#"{"type":"text","text":5,"synthetic":true}"#,
+            r#"{"ty\u0070e":"te\u0078t","text":"a\u00e9"}"#,
+            r#"{"type":"reasoning","text":"think"}"#,
+            r#"{"type":"file","url":"data:image/png;base64,iVBORw0KGgo=","filename":"a.png"}"#,
+            r#"{"type":"file","url":7}"#,
+            r#"{"type":"tool","tool":"bash","callID":"c1","state":{"status":"completed","input":{"command":"ls","n":1.50,"s":"\u001b[0m"},"output":"out","time":{"start":1,"end":2}}}"#,
+            r#"{"type":"tool","tool":"bash","state":{"status":"completed","input":{},"output":"out","time":{"compacted":123}}}"#,
+            r#"{"type":"tool","state":{"status":"completed","input":null,"output":"o","time":{"compacted":null}}}"#,
+            r#"{"type":"tool","state":{"status":"error","error":"boom session-doctor compact"}}"#,
+            r#"{"type":"tool","state":{"status":"odd","output":{"a":1},"error":"e","attachments":[]}}"#,
+            r#"{"type":"tool","state":[1,2]}"#,
+            r#"{"type":"tool"}"#,
+            r#"{"type":"compaction","auto":true,"overflow":false,"tail_start_id":"msg_x"}"#,
+            r#"{"type":"weird","synthetic":true,"extra":{"deep":[1,{"x":null}]}}"#,
+        ] {
+            assert!(part_agrees(text), "the typed reader should read {text}");
+        }
+    }
+
+    /// What the typed reader cannot decide alone goes to the tree reader:
+    /// a repeated key (the tree keeps the last), attachments, a lone
+    /// surrogate, a number out of range or nesting past the tree's limit in
+    /// a field it skips, a missing type, anything but an object.
+    #[test]
+    fn the_typed_part_reader_leaves_what_it_cannot_decide_to_the_tree() {
+        let deep = format!(
+            r#"{{"type":"text","x":{}1{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        for text in [
+            r#"{"type":"text","text":"a","text":"bb"}"#,
+            r#"{"type":"tool","state":{"status":"completed","output":"a","attachments":[{"url":"data:image/png;base64,AAAA","filename":"x.png"}]}}"#,
+            r#"{"type":"text","text":"a","meta":"\ud800"}"#,
+            r#"{"type":"text","text":"a","n":1e400}"#,
+            deep.as_str(),
+            r#"{"text":"a"}"#,
+            r#"["type","text"]"#,
+            r#" {"type":"text"}"#,
+        ] {
+            assert!(!part_agrees(text), "the tree reader should decide {text}");
+        }
+    }
+
+    /// Message infos: opencode's own shapes, counts as the tree reads them
+    /// (negative, fractional, huge or not numbers), `tokens` of other
+    /// types, the model at the top or nested, summaries of both types.
+    #[test]
+    fn the_typed_message_reader_gives_what_the_tree_gives() {
+        for text in [
+            r#"{"role":"user","time":{"created":1790000000000},"agent":"build","model":{"providerID":"stub","modelID":"stub-small"},"summary":{"diffs":[]}}"#,
+            r#"{"parentID":"msg_0c45","role":"assistant","mode":"build","path":{"cwd":"/p"},"cost":0.001624,"tokens":{"total":1583,"input":1542,"output":41,"reasoning":0,"cache":{"write":0,"read":0}},"modelID":"stub-small","providerID":"stub","time":{"created":1790000000821,"completed":1790000003102},"finish":"tool-calls"}"#,
+            r#"{"role":"assistant","time":{"created":5},"tokens":{"input":-5,"output":2.7,"reasoning":"x","cache":{"read":1e3,"write":18446744073709551615},"total":-1}}"#,
+            r#"{"role":"assistant","time":{"created":5},"tokens":"lots","summary":true,"error":null}"#,
+            r#"{"role":"assistant","time":{"created":5},"tokens":null,"providerID":"p","model":{"providerID":"q","modelID":"m"}}"#,
+            r#"{"role":"odd\u0021","time":{"created":5,"completed":1.5},"parentID":"msg_\"x\"","finish":"stop"}"#,
+        ] {
+            assert!(message_agrees(text), "the typed reader should read {text}");
+        }
+        // Without `time.created` the stored column decides.
+        assert!(!message_agrees(r#"{"role":"user","time":{"created":1.5}}"#));
+    }
+
+    /// A stored error, a repeated key or a missing role go to the tree reader.
+    #[test]
+    fn the_typed_message_reader_leaves_what_it_cannot_decide_to_the_tree() {
+        for text in [
+            r#"{"role":"assistant","time":{"created":5},"error":{"name":"APIError","data":{"statusCode":413,"message":"too large"}}}"#,
+            r#"{"role":"user","role":"assistant","time":{"created":5}}"#,
+            r#"{"time":{"created":5}}"#,
+            r#"{"role":"user","time":{"created":5},"x":"\uDBFF"}"#,
+        ] {
+            assert!(
+                !message_agrees(text),
+                "the tree reader should decide {text}"
+            );
+        }
+    }
+
+    /// Every message and part row of the fixtures' opencode and Kilo
+    /// databases (and legacy files) reads the same both ways, and the typed
+    /// reader reads nearly all of them (it is the fast path, not a detour).
+    #[test]
+    fn fixture_rows_read_the_same_both_ways() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        for (target, agrees) in [
+            ("opencode_part", part_agrees as fn(&str) -> bool),
+            ("opencode_message", message_agrees),
+        ] {
+            let rows = crate::fuzz::seeds(target, &fixtures);
+            let texts: Vec<&str> = rows
+                .iter()
+                .filter_map(|r| std::str::from_utf8(r).ok())
+                .collect();
+            let read = texts.iter().filter(|t| agrees(t)).count();
+            assert!(texts.len() >= 50, "{target}: {} rows", texts.len());
+            println!("{target}: {read} of {} rows read typed", texts.len());
+            assert!(
+                read * 10 >= texts.len() * 9,
+                "{target}: {read} of {} rows read typed",
+                texts.len()
+            );
+        }
     }
 }

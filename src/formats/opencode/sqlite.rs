@@ -3,7 +3,9 @@
 //! hold the JSON without the id columns.
 
 use super::edit::{self, Layout};
-use super::parse::{attach, parse_message, parse_part, sort_messages, PartSink};
+use super::parse::{
+    attach, message_of_text, parse_message, parse_part, part_of_text, sort_messages, PartSink,
+};
 use crate::edit::Applier;
 use crate::edit::{Change, Edit, StoredChange};
 use crate::formats::sqlite::Snapshot;
@@ -328,12 +330,15 @@ struct BadRow {
     error: String,
 }
 
-/// What one row decodes to: `parse` of its `data` as JSON, with its id and
-/// stored size; a pure function of the row, so it runs on any core.
+/// What one row decodes to, with its id and stored size: `read` of its
+/// `data` text (the typed reader, no JSON tree), else, when `read` leaves
+/// the row to it, `parse` of `data` read as a JSON tree; a pure function of
+/// the row, so it runs on any core.
 fn decode<T>(
     rowid: i64,
     id: std::result::Result<String, String>,
     data: std::result::Result<(&str, u64), String>,
+    read: impl FnOnce(&str, &str, u64) -> Option<T>,
     parse: impl FnOnce(&str, Value, u64) -> std::result::Result<T, String>,
 ) -> std::result::Result<T, BadRow> {
     let id = id.map_err(|error| BadRow {
@@ -342,6 +347,9 @@ fn decode<T>(
         error,
     })?;
     data.and_then(|(text, n)| {
+        if let Some(t) = read(&id, text, n) {
+            return Ok(t);
+        }
         let v: Value =
             serde_json::from_str(text).map_err(|e| format!("invalid JSON in `data`: {e}"))?;
         parse(&id, v, n)
@@ -357,9 +365,13 @@ fn decode<T>(
 fn message_row(c: Columns<(&str, u64)>) -> std::result::Result<Message, BadRow> {
     let time = c.time;
     let id = c.ids.map(|(m, _)| m);
-    decode(c.rowid, id, c.data, |id, v, n| {
-        parse_message(id, v, n, time)
-    })
+    decode(
+        c.rowid,
+        id,
+        c.data,
+        |id, t, n| message_of_text(id, t, n, time),
+        |id, v, n| parse_message(id, v, n, time),
+    )
 }
 
 /// The part of one `part` row with its message id (see [`decode`]).
@@ -368,7 +380,7 @@ fn part_row(c: Columns<(&str, u64)>) -> std::result::Result<(String, Part), BadR
         Ok((p, m)) => (Ok(p), m),
         Err(e) => (Err(e), String::new()),
     };
-    decode(c.rowid, id, c.data, parse_part).map(|p| (mid, p))
+    decode(c.rowid, id, c.data, part_of_text, parse_part).map(|p| (mid, p))
 }
 
 /// A text column of a row: the id columns must be text.
