@@ -133,11 +133,21 @@ pub fn truncate_middle(text: &str, max_chars: usize) -> Option<String> {
     let head = max_chars / 2;
     let tail = max_chars - head;
     let removed = n - head - tail;
-    let mut out: String = text.chars().take(head).collect();
+    // Byte offsets of the kept head's end and the kept tail's start (both
+    // on character boundaries): the text is copied in two slices, not
+    // character by character.
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = match tail.checked_sub(1) {
+        Some(k) => text.char_indices().nth_back(k).map_or(0, |(i, _)| i),
+        None => text.len(),
+    };
+    let marker = truncation_marker(removed);
+    let mut out = String::with_capacity(head_end + 2 + marker.len() + text.len() - tail_start);
+    out.push_str(text.get(..head_end).unwrap_or_default());
     out.push('\n');
-    out.push_str(&truncation_marker(removed));
+    out.push_str(&marker);
     out.push('\n');
-    out.extend(text.chars().skip(n - tail));
+    out.push_str(text.get(tail_start..).unwrap_or_default());
     Some(out)
 }
 
@@ -367,6 +377,33 @@ mod tests {
             },
         );
         out
+    }
+
+    /// The head and tail kept by [`truncate_middle`] are its first and last
+    /// characters, multi-byte ones included, for even, odd, zero and one
+    /// character budgets; a text that fits is left alone.
+    #[test]
+    fn truncate_middle_keeps_the_first_and_last_characters() {
+        let by_chars = |t: &str, max: usize| {
+            let n = t.chars().count();
+            let (head, tail) = (max / 2, max - max / 2);
+            let kept: String = t.chars().take(head).collect();
+            let end: String = t.chars().skip(n - tail).collect();
+            format!("{kept}\n{}\n{end}", truncation_marker(n - head - tail))
+        };
+        for t in ["abcdefghij", "é€😀aé€😀bé€😀", "😀😀😀😀😀", "a\nb\nc\nd"]
+        {
+            let n = t.chars().count();
+            for max in 0..n {
+                assert_eq!(truncate_middle(t, max), Some(by_chars(t, max)), "{t} {max}");
+            }
+            assert_eq!(truncate_middle(t, n), None);
+            assert_eq!(truncate_middle(t, n + 3), None);
+        }
+        assert_eq!(
+            truncate_middle("é€😀aé", 2).as_deref(),
+            Some("é\n[... 3 characters removed by session-doctor compact ...]\né")
+        );
     }
 
     /// A cut of a huge session is one edit per dropped message (2.4 million
