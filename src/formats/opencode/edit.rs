@@ -236,8 +236,9 @@ pub fn apply_after(
     // A part edited once here, that a row holds, is edited the same way
     // wherever that runs: those edits (by index in `edits`) are computed
     // ahead, a chunk at a time, each part's JSON parsed, edited, measured
-    // and parsed again on every core; each result (or error) is taken when
-    // the loop reaches its edit. The others run in the loop.
+    // and parsed again on the pool while the next chunk's rows are read;
+    // each result (or error) is taken when the loop reaches its edit. The
+    // others run in the loop.
     let mut times: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
     for e in edits.iter().filter(|e| *e.session_id == *sid) {
         if let Some(pid) = e.change.part_id() {
@@ -263,16 +264,36 @@ pub fn apply_after(
         .collect();
     let mut next = 0;
     let mut ready: rustc_hash::FxHashMap<usize, Result<Part>> = rustc_hash::FxHashMap::default();
-    // The stored text of a chunk, one buffer for every chunk: a new one
-    // per part cost a page fault per 4 KiB read.
-    let mut text = Vec::new();
+    // The stored text of the chunk being edited and of the one read
+    // meanwhile; two buffers for every chunk: a new one per part cost a
+    // page fault per 4 KiB read.
+    let (mut text, mut next_text) = (Vec::new(), Vec::new());
+    let mut read: Option<Chunk> = None;
     for (k, e) in edits.iter().enumerate() {
         if *e.session_id != *sid {
             continue;
         }
         if ahead.get(next) == Some(&k) {
             if !ready.contains_key(&k) {
-                ready = edits_ahead(&ahead[next..], edits, &history, layout, rows, &mut text);
+                // This chunk's rows (read while the previous chunk was
+                // edited, else now) are edited on the pool while this
+                // thread reads the next chunk's rows: the connection
+                // stays on this thread.
+                let jobs = match read.take() {
+                    Some(jobs) => {
+                        std::mem::swap(&mut text, &mut next_text);
+                        jobs
+                    }
+                    None => read_ahead(&ahead[next..], edits, rows, &mut text),
+                };
+                let rest = ahead.get(next + jobs.len()..).unwrap_or_default();
+                let (chunk, past, done) = (&text, &history, &mut ready);
+                rayon::in_place_scope(|scope| {
+                    scope.spawn(|_| *done = edit_ahead(jobs, chunk, edits, past, layout));
+                    if !rest.is_empty() {
+                        read = Some(read_ahead(rest, edits, rows, &mut next_text));
+                    }
+                });
             }
             next += 1;
         }
@@ -351,19 +372,15 @@ pub fn apply_after(
     Ok(out)
 }
 
-/// The parts the first edits of `ahead` (indices into `edits`, each a part
-/// edited once) give, by edit index: their rows read here, in order, into
-/// `text` (cleared first) up to about [`AHEAD_BYTES`], then each parsed,
-/// given its `history` (earlier edits) and its edit, measured and parsed
-/// again on every core.
-fn edits_ahead(
-    ahead: &[usize],
-    edits: &[Edit],
-    history: &rustc_hash::FxHashMap<&str, Vec<&Change>>,
-    layout: Layout,
-    rows: &dyn RawRows,
-    text: &mut Vec<u8>,
-) -> rustc_hash::FxHashMap<usize, Result<Part>> {
+/// The rows of a chunk of part edits computed ahead: each edit's index
+/// with where its row's JSON is in the chunk's text and the row's name for
+/// errors (or why the row could not be read).
+type Chunk = Vec<(usize, Result<(std::ops::Range<usize>, String)>)>;
+
+/// The rows of the first edits of `ahead` (indices into `edits`, each a part
+/// edited once), read in order into `text` (cleared first) up to about
+/// [`AHEAD_BYTES`].
+fn read_ahead(ahead: &[usize], edits: &[Edit], rows: &dyn RawRows, text: &mut Vec<u8>) -> Chunk {
     text.clear();
     let mut jobs = Vec::new();
     for &k in ahead {
@@ -378,7 +395,19 @@ fn edits_ahead(
             break;
         }
     }
-    let text = &*text;
+    jobs
+}
+
+/// The parts a [`Chunk`] (its rows in `text`) gives, by edit index: each
+/// row parsed, given its `history` (earlier edits) and its edit, measured
+/// and parsed again, on every core.
+fn edit_ahead(
+    jobs: Chunk,
+    text: &[u8],
+    edits: &[Edit],
+    history: &rustc_hash::FxHashMap<&str, Vec<&Change>>,
+    layout: Layout,
+) -> rustc_hash::FxHashMap<usize, Result<Part>> {
     jobs.into_par_iter()
         .map(|(k, raw)| {
             let e = &edits[k];
