@@ -247,8 +247,15 @@ impl Engine {
                 .par_iter()
                 .map(|it| {
                     let store = stores[it.store].as_ref();
-                    let r = store
-                        .load(&it.id)
+                    let huge = it.bytes >= crate::memory::HUGE_SESSION_BYTES;
+                    if huge {
+                        crate::memory::loading_huge_session();
+                    }
+                    let loaded = store.load(&it.id);
+                    if huge {
+                        crate::memory::return_freed_memory_at_once();
+                    }
+                    let r = loaded
                         .map_err(|e| InputError::from_anyhow(store.path(), &e))
                         .map(|session| {
                             let options = settings.options_for(&session);
