@@ -2,6 +2,9 @@
 //! JSONL readers (Claude Code content blocks, Codex response items) read a
 //! string field as its [`Figures`] instead of copying it out. serde_json
 //! hands an escaped string over in a reused buffer, so nothing is allocated.
+//! Also the raw-field helpers those readers (and the opencode row reader)
+//! share: a field kept as raw JSON ([`Raw`]) read as a string, a boolean or
+//! an integer the way a `serde_json::Value` reader answers.
 
 use crate::measure::{char_count, has_compact_marker};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -251,4 +254,39 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
         }
         d.deserialize_any(V(std::marker::PhantomData))
     }
+}
+
+/// A field kept as raw JSON text (borrowed from the line or row), decoded
+/// only when used. `None` when absent, or `null` for an `Option` field.
+pub(crate) type Raw<'a> = Option<&'a serde_json::value::RawValue>;
+
+/// A string field as `Value::as_str` answers: `Some(None)` when absent or
+/// not a string; the string, borrowed when it holds no escapes (the raw
+/// text between the quotes is then the string itself); `None` when it does
+/// not decode (a lone surrogate escape), for a reader that then leaves the
+/// text to the tree reader.
+pub(crate) fn raw_str(r: Raw<'_>) -> Option<Option<std::borrow::Cow<'_, str>>> {
+    let Some(t) = r.map(serde_json::value::RawValue::get) else {
+        return Some(None);
+    };
+    if !t.starts_with('"') {
+        return Some(None);
+    }
+    if !t.contains('\\') {
+        return Some(t.get(1..t.len() - 1).map(std::borrow::Cow::Borrowed));
+    }
+    serde_json::from_str::<String>(t)
+        .ok()
+        .map(|s| Some(std::borrow::Cow::Owned(s)))
+}
+
+/// A JSON `true` (`Value::as_bool`, anything else and absent as false).
+pub(crate) fn raw_true(r: Raw<'_>) -> bool {
+    r.is_some_and(|r| r.get() == "true")
+}
+
+/// An integer field as `Value::as_u64` / `as_i64` read it (`None` for any
+/// other value or one out of `T`'s range).
+pub(crate) fn raw_int<T: serde::de::DeserializeOwned>(r: Raw<'_>) -> Option<T> {
+    r.and_then(|r| serde_json::from_str(r.get()).ok())
 }

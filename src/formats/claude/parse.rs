@@ -37,7 +37,7 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-use crate::formats::measured::{Figures, Lenient, Measured};
+use crate::formats::measured::{raw_int, raw_str, raw_true, Figures, Lenient, Measured, Raw};
 use crate::measure::char_count as chars;
 
 /// Milliseconds since the Unix epoch of an RFC 3339 timestamp; 0 when absent or unparsable.
@@ -53,8 +53,6 @@ fn millis(ts: Option<&str>) -> i64 {
 // is borrowed from the line as raw JSON (`&RawValue`) and decoded only when
 // used, so a line costs one validating scan, not a tree of allocations. A
 // field of an unexpected type reads as absent (as the tree-based reader did).
-
-type Raw<'a> = Option<&'a RawValue>;
 
 /// The top-level fields of a transcript line this module reads.
 #[derive(Deserialize, Default)]
@@ -226,27 +224,10 @@ impl<'a> BlockFields<'a, Measured> {
     }
 }
 
-/// A JSON string field, borrowed when it holds no escapes (the raw text
-/// between the quotes is then the string itself).
+/// A JSON string field, borrowed when it holds no escapes; `None` when
+/// absent, not a string or not decodable ([`raw_str`]).
 fn rstr<'a>(r: Raw<'a>) -> Option<Cow<'a, str>> {
-    let t = r?.get();
-    if !t.starts_with('"') {
-        return None;
-    }
-    if !t.contains('\\') {
-        return t.get(1..t.len().saturating_sub(1)).map(Cow::Borrowed);
-    }
-    serde_json::from_str::<String>(t).ok().map(Cow::Owned)
-}
-
-/// A JSON `true`.
-fn rbool(r: Raw<'_>) -> bool {
-    r.is_some_and(|r| r.get() == "true")
-}
-
-/// A JSON non-negative integer.
-fn ru64(r: Raw<'_>) -> Option<u64> {
-    r.and_then(|r| serde_json::from_str::<u64>(r.get()).ok())
+    raw_str(r).flatten()
 }
 
 /// An object field of type `T` (all of whose fields are optional), or its
@@ -484,7 +465,7 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
                 p.tool = Some(Box::new(ToolCall {
                     name: String::new(),
                     call_id: rstr(b.tool_use_id).map(Cow::into_owned).unwrap_or_default(),
-                    status: if rbool(b.is_error) {
+                    status: if raw_true(b.is_error) {
                         ToolStatus::Error
                     } else {
                         ToolStatus::Completed
@@ -546,7 +527,7 @@ pub(crate) fn parse_fields(
     let model_c = msg.and_then(|m| rstr(m.model));
     let model_name = model_c.as_deref();
     let synthetic_reply = model_name == Some("<synthetic>");
-    let sidechain = sidechain_file || rbool(v.sidechain);
+    let sidechain = sidechain_file || raw_true(v.sidechain);
     let time_created = millis(rstr(v.timestamp).as_deref());
     let mut usage = Usage::default();
     let mut response_id = None;
@@ -560,11 +541,11 @@ pub(crate) fn parse_fields(
         {
             let u: UsageFields<'_> = robj(Some(u));
             usage = Usage {
-                input: ru64(u.input_tokens).unwrap_or(0),
-                output: ru64(u.output_tokens).unwrap_or(0),
+                input: raw_int::<u64>(u.input_tokens).unwrap_or(0),
+                output: raw_int::<u64>(u.output_tokens).unwrap_or(0),
                 reasoning: 0,
-                cache_read: ru64(u.cache_read_input_tokens).unwrap_or(0),
-                cache_write: ru64(u.cache_creation_input_tokens).unwrap_or(0),
+                cache_read: raw_int::<u64>(u.cache_read_input_tokens).unwrap_or(0),
+                cache_write: raw_int::<u64>(u.cache_creation_input_tokens).unwrap_or(0),
                 total: None,
             };
             usage.total = Some(
@@ -579,13 +560,13 @@ pub(crate) fn parse_fields(
                 response_id = Some(crate::model::response_key(&id, &req));
             }
         }
-        if rbool(v.api_error) {
+        if raw_true(v.api_error) {
             let text = result_text_raw(msg.and_then(|m| m.content));
             error = Some(StoredError {
                 name: rstr(v.error)
                     .map(Cow::into_owned)
                     .unwrap_or_else(|| "APIError".to_string()),
-                status_code: ru64(v.api_error_status).map(|c| c as u16),
+                status_code: raw_int::<u64>(v.api_error_status).map(|c| c as u16),
                 message: text,
                 response_body: None,
             });
@@ -626,14 +607,14 @@ pub(crate) fn parse_fields(
         p.payload_bytes = v.compact_metadata.map_or(4, |r| r.get().len() as u64);
         p.compaction = Some(Box::new(CompactionMarker {
             auto: rstr(meta.trigger).as_deref() == Some("auto"),
-            trigger_tokens: ru64(meta.pre_tokens),
-            post_tokens: ru64(meta.post_tokens),
+            trigger_tokens: raw_int::<u64>(meta.pre_tokens),
+            post_tokens: raw_int::<u64>(meta.post_tokens),
             // Resolved against the other lines by `view::resolve_markers`.
             ..Default::default()
         }));
         parts.push(p);
     }
-    if synthetic_reply || rbool(v.meta) {
+    if synthetic_reply || raw_true(v.meta) {
         for p in &mut parts {
             p.synthetic = true;
         }
@@ -652,7 +633,7 @@ pub(crate) fn parse_fields(
         response_id,
         time_created,
         time_completed: (kind == "assistant").then_some(time_created),
-        summary: rbool(v.compact_summary),
+        summary: raw_true(v.compact_summary),
         finish,
         usage: usage.boxed(),
         model: model_name

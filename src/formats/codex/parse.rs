@@ -34,7 +34,7 @@
 use super::ids;
 pub use super::view::visible_view;
 use crate::budget::Limits;
-use crate::formats::measured::{Measured, Texts};
+use crate::formats::measured::{raw_str, Measured, Texts};
 use crate::measure::{has_compact_marker, parse_data_url};
 use crate::model::*;
 use rustc_hash::FxHashMap as HashMap;
@@ -1015,15 +1015,6 @@ struct Payload<'a> {
     model_context_window: AsU64,
     #[serde(borrow)]
     info: Option<Info<'a>>,
-}
-
-/// A raw value as text when it is a string, `Some(None)` when it is not
-/// (as `Value::as_str` answers), `None` when the string cannot be read.
-fn raw_str(r: Option<&serde_json::value::RawValue>) -> Option<Option<std::borrow::Cow<'_, str>>> {
-    match r {
-        Some(r) if r.get().starts_with('"') => serde_json::from_str(r.get()).ok().map(Some),
-        _ => Some(None),
-    }
 }
 
 /// Cross-line state of one pass over a rollout.

@@ -5,7 +5,7 @@
 
 use super::view::visible_view;
 use super::PARENT_FIELD;
-use crate::formats::measured::Figures;
+use crate::formats::measured::{raw_int, raw_str, raw_true, Figures};
 use crate::measure::parse_data_url;
 use crate::model::*;
 use serde_json::Value;
@@ -32,7 +32,6 @@ fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 /// tree ([`MessageInfo::of_value`]) and the JSON text itself
 /// ([`MessageInfo::of_text`]), which gives the same or sends the row to the
 /// tree reader.
-#[derive(Default)]
 struct MessageInfo<'a> {
     role: Option<Cow<'a, str>>,
     /// `time.created` (ms).
@@ -119,27 +118,27 @@ impl<'a> MessageInfo<'a> {
             reasoning: num(t.reasoning),
             cache_read: num(cache.read),
             cache_write: num(cache.write),
-            total: int::<u64>(t.total),
+            total: raw_int::<u64>(t.total),
         };
         let nested = f.model.0.unwrap_or_default();
-        let model = match (string(f.provider)?, string(f.model_id)?) {
+        let model = match (raw_str(f.provider)?, raw_str(f.model_id)?) {
             (Some(p), Some(m)) => Some(format!("{p}/{m}")),
-            _ => match (string(nested.provider)?, string(nested.model)?) {
+            _ => match (raw_str(nested.provider)?, raw_str(nested.model)?) {
                 (Some(p), Some(m)) => Some(format!("{p}/{m}")),
                 _ => None,
             },
         };
         let time = f.time.0.unwrap_or_default();
         Some(MessageInfo {
-            role: string(f.role)?,
-            created: int::<i64>(time.created),
-            completed: int::<i64>(time.completed),
+            role: raw_str(f.role)?,
+            created: raw_int::<i64>(time.created),
+            completed: raw_int::<i64>(time.completed),
             usage,
             error: None,
             model,
-            parent: string(f.parent)?,
-            summary: boolean(f.summary),
-            finish: string(f.finish)?,
+            parent: raw_str(f.parent)?,
+            summary: raw_true(f.summary),
+            finish: raw_str(f.finish)?,
         })
     }
 
@@ -218,7 +217,6 @@ const CLEARED_TOOL_OUTPUT: &str = "[Old tool result content cleared]";
 
 /// What [`parse_part`] reads of a part, from a tree ([`PartInfo::of_value`])
 /// or from the JSON text ([`PartInfo::of_text`]), as [`MessageInfo`].
-#[derive(Default)]
 struct PartInfo<'a> {
     kind_name: Option<Cow<'a, str>>,
     ignored: bool,
@@ -312,7 +310,7 @@ impl<'a> PartInfo<'a> {
                     None => Figures::default(),
                 };
                 ToolState {
-                    status: string(st.status)?,
+                    status: raw_str(st.status)?,
                     output: st.output.str().or(st.error.str()).unwrap_or_default(),
                     input,
                     cleared: st.time.0.is_some_and(|t| t.compacted.is_some()),
@@ -321,18 +319,18 @@ impl<'a> PartInfo<'a> {
             }
         };
         Some(PartInfo {
-            kind_name: string(f.ty)?,
-            ignored: boolean(f.ignored),
+            kind_name: raw_str(f.ty)?,
+            ignored: raw_true(f.ignored),
             text: f.text.str().unwrap_or_default(),
-            url: string(f.url)?,
-            filename: string(f.filename)?,
+            url: raw_str(f.url)?,
+            filename: raw_str(f.filename)?,
             state,
-            tool: string(f.tool)?,
-            call_id: string(f.call_id)?,
-            auto: boolean(f.auto),
-            overflow: boolean(f.overflow),
-            tail_start_id: string(f.tail_start_id)?,
-            synthetic: boolean(f.synthetic),
+            tool: raw_str(f.tool)?,
+            call_id: raw_str(f.call_id)?,
+            auto: raw_true(f.auto),
+            overflow: raw_true(f.overflow),
+            tail_start_id: raw_str(f.tail_start_id)?,
+            synthetic: raw_true(f.synthetic),
         })
     }
 
@@ -461,12 +459,9 @@ pub(crate) fn part_of_text(id: &str, text: &str, payload_bytes: u64) -> Option<P
 /// the same pass ([`Measured`]), never a tree. serde refuses a repeated
 /// field, which sends the text to the tree reader (that keeps the last).
 mod fast {
-    use crate::formats::measured::{Lenient, Measured};
+    use crate::formats::measured::{raw_int, Lenient, Measured, Raw};
     use serde::Deserialize;
     use serde_json::value::RawValue;
-    use std::borrow::Cow;
-
-    pub(super) type Raw<'a> = Option<&'a RawValue>;
 
     /// Whether the typed readers may read `text` at all: a JSON object the
     /// tree reader would accept too. They skip what they do not need
@@ -485,39 +480,11 @@ mod fast {
             })
     }
 
-    /// A string field: `Ok(None)` when absent or not a string, borrowed
-    /// when it holds no escapes; `None` (read as a tree) when it does not
-    /// decode.
-    pub(super) fn string(r: Raw<'_>) -> Option<Option<Cow<'_, str>>> {
-        let Some(t) = r.map(RawValue::get) else {
-            return Some(None);
-        };
-        if !t.starts_with('"') {
-            return Some(None);
-        }
-        if !t.contains('\\') {
-            return Some(t.get(1..t.len() - 1).map(Cow::Borrowed));
-        }
-        serde_json::from_str::<String>(t)
-            .ok()
-            .map(|s| Some(Cow::Owned(s)))
-    }
-
-    /// A JSON `true` (`Value::as_bool`, absent as false).
-    pub(super) fn boolean(r: Raw<'_>) -> bool {
-        r.is_some_and(|r| r.get() == "true")
-    }
-
-    /// An integer field as `Value::as_u64` / `as_i64` read it.
-    pub(super) fn int<T: serde::de::DeserializeOwned>(r: Raw<'_>) -> Option<T> {
-        r.and_then(|r| serde_json::from_str(r.get()).ok())
-    }
-
     /// A count as the tree reader's `u64_at` reads it: an integer, else a
     /// number's value clamped at 0 and truncated, else 0.
     pub(super) fn num(r: Raw<'_>) -> u64 {
-        int::<u64>(r)
-            .or_else(|| int::<f64>(r).map(|f| f.max(0.0) as u64))
+        raw_int::<u64>(r)
+            .or_else(|| raw_int::<f64>(r).map(|f| f.max(0.0) as u64))
             .unwrap_or(0)
     }
 
