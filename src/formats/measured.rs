@@ -35,6 +35,41 @@ macro_rules! no_text_in_scalars {
     };
 }
 
+/// A JSON string (an object key, a type name) borrowed from the input when
+/// it holds no escape, copied only when it does. serde's own
+/// `Cow<'de, str>` always copies: one allocation per key of every line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Str<'de>(pub std::borrow::Cow<'de, str>);
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Str<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(std::borrow::Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Str<'de>, E> {
+                Ok(Str(std::borrow::Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Str<'de>, E> {
+                Ok(Str(std::borrow::Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
 /// What the part figures need of a text: characters (the token estimate's
 /// unit), UTF-8 bytes, and whether it holds a `session-doctor compact` marker.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -145,8 +180,8 @@ impl<'de> Deserialize<'de> for TextItem {
             fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<TextItem, A::Error> {
                 use serde::de::Error;
                 let mut text: Option<Measured> = None;
-                while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
-                    if k == "text" {
+                while let Some(k) = m.next_key::<Str<'de>>()? {
+                    if &*k == "text" {
                         if text.is_some() {
                             return Err(A::Error::custom("duplicate field `text`"));
                         }
@@ -289,4 +324,44 @@ pub(crate) fn raw_true(r: Raw<'_>) -> bool {
 /// other value or one out of `T`'s range).
 pub(crate) fn raw_int<T: serde::de::DeserializeOwned>(r: Raw<'_>) -> Option<T> {
     r.and_then(|r| serde_json::from_str(r.get()).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    /// A key or value without escapes is borrowed from the line; one with
+    /// escapes is decoded into its own string; anything but a string is
+    /// refused (the typed readers then read the line as a tree).
+    #[test]
+    fn str_borrows_unless_the_string_has_escapes() {
+        let plain: Str = serde_json::from_str(r#""type""#).expect("a string");
+        assert!(matches!(plain.0, Cow::Borrowed("type")));
+        let escaped: Str = serde_json::from_str(r#""ty\u0070e""#).expect("a string");
+        assert!(matches!(&escaped.0, Cow::Owned(s) if s == "type"));
+        assert!(serde_json::from_str::<Str>("12").is_err());
+        assert!(serde_json::from_str::<Str>("null").is_err());
+        let keys: Vec<Str> = {
+            let mut d = serde_json::Deserializer::from_str(r#"{"a":1,"b\n":2}"#);
+            struct Keys;
+            impl<'de> Visitor<'de> for Keys {
+                type Value = Vec<Str<'de>>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                    let mut v = Vec::new();
+                    while let Some(k) = m.next_key::<Str<'de>>()? {
+                        m.next_value::<IgnoredAny>()?;
+                        v.push(k);
+                    }
+                    Ok(v)
+                }
+            }
+            d.deserialize_map(Keys).expect("an object")
+        };
+        assert!(matches!(keys[0].0, Cow::Borrowed("a")));
+        assert_eq!(&*keys[1], "b\n");
+    }
 }

@@ -34,7 +34,7 @@
 use super::ids;
 pub use super::view::visible_view;
 use crate::budget::Limits;
-use crate::formats::measured::{raw_str, Measured, Texts};
+use crate::formats::measured::{raw_str, Measured, Str, Texts};
 use crate::measure::{has_compact_marker, parse_data_url};
 use crate::model::*;
 use rustc_hash::FxHashMap as HashMap;
@@ -670,10 +670,10 @@ where
     A: serde::de::MapAccess<'de>,
 {
     use serde::de::{Error, IgnoredAny};
-    let mut seen: Vec<std::borrow::Cow<'de, str>> = Vec::new();
-    while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+    let mut seen: Vec<Str<'de>> = Vec::new();
+    while let Some(k) = m.next_key::<Str<'de>>()? {
         if seen.contains(&k) {
-            return Err(A::Error::custom(format_args!("duplicate field `{k}`")));
+            return Err(A::Error::custom(format_args!("duplicate field `{}`", &*k)));
         }
         if !field(&k, &mut out, &mut m)? {
             m.next_value::<IgnoredAny>()?;
@@ -793,7 +793,7 @@ impl<'de> serde::Deserialize<'de> for ItemFields<'de> {
                     encrypted_content: Measured::Absent,
                 };
                 let mut seen = [false; 10];
-                while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                while let Some(k) = m.next_key::<Str<'de>>()? {
                     let slot = match &*k {
                         "type" => 0,
                         "name" => 1,
@@ -815,11 +815,11 @@ impl<'de> serde::Deserialize<'de> for ItemFields<'de> {
                     }
                     match slot {
                         0 => {
-                            let t: std::borrow::Cow<'de, str> = m.next_value()?;
+                            let t: Str<'de> = m.next_value()?;
                             if !typed_item_type(&t) {
                                 return Err(A::Error::custom("read as a tree"));
                             }
-                            ty = Some(t);
+                            ty = Some(t.0);
                         }
                         1 => f.name = m.next_value()?,
                         2 => f.arguments = m.next_value()?,
@@ -965,11 +965,11 @@ impl<'de> serde::Deserialize<'de> for Envelope<'de> {
                         Ok(())
                     }
                 };
-                while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                while let Some(k) = m.next_key::<Str<'de>>()? {
                     match &*k {
                         "type" => {
                             once(&mut ty, "type")?;
-                            e.ty = m.next_value()?;
+                            e.ty = m.next_value::<Option<Str<'de>>>()?.map(|t| t.0);
                             let tree = match e.ty.as_deref() {
                                 // Its item is read typed when the type comes first.
                                 Some("response_item") => payload,
