@@ -234,7 +234,8 @@ pub fn claude_line(data: &[u8]) {
     }
 }
 
-/// One Codex rollout line, parsed alone and loaded as a one-line rollout.
+/// One Codex rollout line, parsed alone and loaded as a one-line rollout;
+/// the typed read must load what the tree reader loads.
 pub fn codex_line(data: &[u8]) {
     use crate::formats::codex::parse;
     if let Ok(v) = serde_json::from_slice::<Value>(data) {
@@ -263,6 +264,15 @@ pub fn codex_line(data: &[u8]) {
         if let Ok(s) = parse::load(bytes, Path::new(CODEX_NAME), "fuzz") {
             exercise_session(&s);
         }
+        codex_typed_read_agrees(bytes);
+    }
+}
+
+/// The typed read of a rollout loads what the tree reader loads.
+fn codex_typed_read_agrees(bytes: &[u8]) {
+    let path = Path::new(CODEX_NAME);
+    if let Ok((fast, tree)) = crate::formats::codex::parse::load_both_ways(bytes, path) {
+        assert_eq!(format!("{fast:?}"), format!("{tree:?}"), "typed reader");
     }
 }
 
@@ -271,6 +281,7 @@ pub fn codex_rollout(data: &[u8]) {
     if let Ok(s) = crate::formats::codex::parse::load(data, Path::new(CODEX_NAME), "fuzz") {
         exercise_session(&s);
     }
+    codex_typed_read_agrees(data);
 }
 
 // ------------------------------------------------------------ disk stores

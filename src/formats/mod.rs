@@ -598,6 +598,21 @@ pub(crate) fn estimate_lines(f: &std::fs::File, len: u64) -> std::io::Result<u64
 /// edit lines through trees.
 pub(crate) const MAX_DEPTH: usize = 127;
 
+/// Whether `body` may hold a surrogate escape (`\uD800` to `\uDFFF`, any
+/// case): serde_json refuses a lone one in a tree, but a typed reader
+/// skips the strings it does not keep without decoding them, so a text
+/// that holds one goes to the tree reader (a valid pair too: it costs
+/// time, never a wrong answer).
+pub(crate) fn may_hold_surrogate_escape(body: &[u8]) -> bool {
+    memchr::memmem::find_iter(body, b"\\u").any(|i| {
+        matches!(body.get(i + 2), Some(b'd' | b'D'))
+            && matches!(
+                body.get(i + 3),
+                Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+            )
+    })
+}
+
 /// Whether `body` nests arrays and objects deeper than [`MAX_DEPTH`]
 /// (brackets inside strings do not count). Lines with few brackets are
 /// answered by a count alone.

@@ -1373,9 +1373,14 @@ fn envelope(body: &[u8]) -> Option<Envelope<'_>> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
-    // The typed read skips what it does not keep at any depth; a line
-    // the tree reader refuses must stay refused.
-    if crate::formats::too_deep(body) || crate::formats::number_out_of_range(body) {
+    // The typed read skips what it does not keep at any depth (serde_json
+    // checks neither nesting, numbers, UTF-8 nor escapes in what it skips);
+    // a line the tree reader refuses must stay refused.
+    if crate::formats::too_deep(body)
+        || crate::formats::number_out_of_range(body)
+        || std::str::from_utf8(body).is_err()
+        || crate::formats::may_hold_surrogate_escape(body)
+    {
         return None;
     }
     serde_json::from_slice(body).ok()
@@ -1589,6 +1594,16 @@ fn load_lines(
         l.s.id = id.to_string();
     }
     Ok((l.finish(), typed))
+}
+
+/// The session `bytes` loads as with the typed read and as through trees
+/// only (the fuzz targets check that the two agree).
+#[doc(hidden)]
+pub fn load_both_ways(bytes: &[u8], path: &Path) -> std::io::Result<(Session, Session)> {
+    let n = bytes.len() as u64;
+    let (fast, _) = load_lines(bytes, path, "fuzz", true, 0, n)?;
+    let (tree, _) = load_lines(bytes, path, "fuzz", false, 0, n)?;
+    Ok((fast, tree))
 }
 
 /// `buf` without its line ending.

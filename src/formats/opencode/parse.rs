@@ -474,10 +474,7 @@ mod fast {
         text.starts_with('{')
             && !crate::formats::too_deep(b)
             && !crate::formats::number_out_of_range(b)
-            && !memchr::memmem::find_iter(b, b"\\u").any(|i| {
-                matches!(b.get(i + 2), Some(b'd' | b'D'))
-                    && matches!(b.get(i + 3), Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'))
-            })
+            && !crate::formats::may_hold_surrogate_escape(b)
     }
 
     /// A count as the tree reader's `u64_at` reads it: an integer, else a
