@@ -291,6 +291,170 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
     }
 }
 
+/// Bytes `v` takes as serde_json writes it compactly (a string with its
+/// quotes and escapes, a number as serde_json formats it).
+pub(crate) fn written_len<T: serde::Serialize + ?Sized>(v: &T) -> u64 {
+    struct Counter(u64);
+    impl std::io::Write for Counter {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len() as u64;
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Counter(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
+}
+
+/// The visitor methods for JSON values other than strings, objects and
+/// arrays, each giving `$f(len)` where `len` is what the value's tree
+/// writes back ([`JsonLen`]).
+macro_rules! written_scalars {
+    ($t:ty, $f:expr) => {
+        fn visit_bool<E>(self, b: bool) -> Result<$t, E> {
+            Ok($f(if b { 4 } else { 5 }))
+        }
+        fn visit_i64<E>(self, n: i64) -> Result<$t, E> {
+            Ok($f($crate::formats::measured::written_len(&n)))
+        }
+        fn visit_u64<E>(self, n: u64) -> Result<$t, E> {
+            Ok($f($crate::formats::measured::written_len(&n)))
+        }
+        fn visit_f64<E>(self, n: f64) -> Result<$t, E> {
+            Ok($f($crate::formats::measured::written_len(
+                &serde_json::Value::from(n),
+            )))
+        }
+        fn visit_unit<E>(self) -> Result<$t, E> {
+            Ok($f(4))
+        }
+        fn visit_none<E>(self) -> Result<$t, E> {
+            Ok($f(4))
+        }
+    };
+}
+pub(crate) use written_scalars;
+
+/// The length of a JSON value as serde_json writes its tree back compactly
+/// (bytes; what `json_len` of a `serde_json::Value` answers), measured
+/// while it is read: the reader gets the same visitor calls a tree is
+/// built from, and answers each with the bytes that part of the tree
+/// writes. Refused (so the caller reads the line as a tree): an object
+/// with a repeated key (its tree keeps one) or a key serde_json's tree
+/// reader treats as its own (`$serde_json::private::...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct JsonLen(pub u64);
+
+/// [`JsonLen`] of an array, its elements read as `JsonLen`.
+pub(crate) fn seq_len<'de, A: SeqAccess<'de>>(mut q: A) -> Result<u64, A::Error> {
+    let (mut len, mut n) = (2u64, 0u64);
+    while let Some(JsonLen(l)) = q.next_element()? {
+        len += l;
+        n += 1;
+    }
+    Ok(len + n.saturating_sub(1))
+}
+
+/// [`JsonLen`] of an object. `field(key, map)` may read a key's value
+/// itself and answer its length; `None` reads it as a [`JsonLen`].
+pub(crate) fn map_len<'de, A: MapAccess<'de>>(
+    mut m: A,
+    mut field: impl FnMut(&str, &mut A) -> Result<Option<u64>, A::Error>,
+) -> Result<u64, A::Error> {
+    use serde::de::Error;
+    let mut seen: Vec<Str<'de>> = Vec::new();
+    let mut len = 2u64;
+    while let Some(k) = m.next_key::<Str<'de>>()? {
+        if seen.contains(&k) || k.starts_with("$serde_json::private::") {
+            return Err(A::Error::custom(
+                "a repeated or reserved key: read as a tree",
+            ));
+        }
+        if !seen.is_empty() {
+            len += 1;
+        }
+        len += written_len(&*k) + 1;
+        len += match field(&k, &mut m)? {
+            Some(l) => l,
+            None => m.next_value::<JsonLen>()?.0,
+        };
+        seen.push(k);
+    }
+    Ok(len)
+}
+
+impl<'de> Deserialize<'de> for JsonLen {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = JsonLen;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<JsonLen, E> {
+                Ok(JsonLen(written_len(s)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, q: A) -> Result<JsonLen, A::Error> {
+                seq_len(q).map(JsonLen)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<JsonLen, A::Error> {
+                map_len(m, |_, _| Ok(None)).map(JsonLen)
+            }
+            written_scalars!(JsonLen, JsonLen);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A JSON value's [`JsonLen`], and its text when it is a string (borrowed
+/// when it holds no escapes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Captured<'a> {
+    pub len: u64,
+    pub text: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl<'a> Captured<'a> {
+    fn sized(len: u64) -> Captured<'a> {
+        Captured { len, text: None }
+    }
+    fn text(s: std::borrow::Cow<'a, str>) -> Captured<'a> {
+        Captured {
+            len: written_len(&*s),
+            text: Some(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Captured<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Captured<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Captured<'de>, E> {
+                Ok(Captured::text(std::borrow::Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Captured<'de>, E> {
+                Ok(Captured::text(std::borrow::Cow::Owned(s.to_owned())))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, q: A) -> Result<Captured<'de>, A::Error> {
+                seq_len(q).map(Captured::sized)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Captured<'de>, A::Error> {
+                map_len(m, |_, _| Ok(None)).map(Captured::sized)
+            }
+            written_scalars!(Captured<'de>, Captured::sized);
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// A field kept as raw JSON text (borrowed from the line or row), decoded
 /// only when used. `None` when absent, or `null` for an `Option` field.
 pub(crate) type Raw<'a> = Option<&'a serde_json::value::RawValue>;
@@ -330,6 +494,159 @@ pub(crate) fn raw_int<T: serde::de::DeserializeOwned>(r: Raw<'_>) -> Option<T> {
 mod tests {
     use super::*;
     use std::borrow::Cow;
+
+    /// [`JsonLen`] answers what a tree of the same text writes back
+    /// (`serde_json::to_writer` of the `Value`): on random documents (every
+    /// kind of number serde_json reads, escapes of every kind, non-ASCII
+    /// text, nesting, any whitespace) and on every line of the fixtures. A
+    /// document with a repeated key is refused, and only such a document.
+    #[test]
+    fn json_len_is_what_the_tree_writes_back() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let numbers = [
+            "0",
+            "-0",
+            "12",
+            "-7",
+            "1.0",
+            "1e2",
+            "-2.5E-3",
+            "0.1",
+            "3.141592653589793",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "1e308",
+            "5e-324",
+            "100000000000000000000000",
+            "-0.0",
+            "true",
+            "false",
+            "null",
+        ];
+        let strings = [
+            "",
+            "a",
+            "é",
+            "\\n",
+            "\\u0001",
+            "\\u001f",
+            "\\/",
+            "\\u00e9",
+            "\\\"",
+            "\\\\",
+            "\\ud83d\\ude00",
+            "\\t\\b\\f\\r",
+            "\u{7f}",
+            "日本",
+            "x y",
+        ];
+        let keys = ["a", "b", "type", "typ\\u0065", "é", ""];
+        let spaces = ["", " ", "\n", "\t "];
+        fn doc(
+            next: &mut dyn FnMut(usize) -> usize,
+            depth: usize,
+            out: &mut String,
+            dup: &mut bool,
+            t: (&[&str], &[&str], &[&str], &[&str]),
+        ) {
+            let (n, s, k, w) = t;
+            match next(if depth > 3 { 2 } else { 4 }) {
+                0 => out.push_str(n[next(n.len())]),
+                1 => {
+                    out.push('"');
+                    out.push_str(s[next(s.len())]);
+                    out.push('"');
+                }
+                2 => {
+                    out.push('[');
+                    for i in 0..next(4) {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(w[next(w.len())]);
+                        doc(next, depth + 1, out, dup, t);
+                    }
+                    out.push(']');
+                }
+                _ => {
+                    out.push('{');
+                    let mut used = Vec::new();
+                    for i in 0..next(4) {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        let key = next(k.len());
+                        // "typ\u0065" is "type" written another way.
+                        let same = if key == 3 { 2 } else { key };
+                        *dup |= used.contains(&same);
+                        used.push(same);
+                        out.push_str(w[next(w.len())]);
+                        out.push('"');
+                        out.push_str(k[key]);
+                        out.push_str("\":");
+                        out.push_str(w[next(w.len())]);
+                        doc(next, depth + 1, out, dup, t);
+                    }
+                    out.push('}');
+                }
+            }
+        }
+        let (mut agreed, mut refused) = (0, 0);
+        for _ in 0..30_000 {
+            let (mut text, mut dup) = (String::new(), false);
+            doc(
+                &mut next,
+                0,
+                &mut text,
+                &mut dup,
+                (&numbers, &strings, &keys, &spaces),
+            );
+            let tree: serde_json::Value = serde_json::from_str(&text).expect(&text);
+            match serde_json::from_str::<JsonLen>(&text) {
+                Ok(JsonLen(n)) => {
+                    assert!(!dup, "{text}: a repeated key was not refused");
+                    assert_eq!(n, written_len(&tree), "{text}");
+                    agreed += 1;
+                }
+                Err(e) => {
+                    assert!(dup, "{text}: refused: {e}");
+                    refused += 1;
+                }
+            }
+        }
+        assert!(
+            agreed > 20_000 && refused > 100,
+            "{agreed} agreed, {refused} refused"
+        );
+        let reserved = r#"{"$serde_json::private::RawValue":"1"}"#;
+        assert!(serde_json::from_str::<JsonLen>(reserved).is_err());
+        let mut lines = 0;
+        for e in walkdir::WalkDir::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures")) {
+            let e = e.expect("fixtures are readable");
+            if e.path().extension().is_some_and(|x| x == "jsonl") {
+                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                for l in text.lines() {
+                    let (Ok(tree), Ok(JsonLen(n))) = (
+                        serde_json::from_str::<serde_json::Value>(l),
+                        serde_json::from_str::<JsonLen>(l),
+                    ) else {
+                        continue;
+                    };
+                    assert_eq!(n, written_len(&tree), "{}: {l}", e.path().display());
+                    lines += 1;
+                }
+            }
+        }
+        assert!(lines > 1_000, "{lines} fixture lines");
+    }
 
     /// A key or value without escapes is borrowed from the line; one with
     /// escapes is decoded into its own string; anything but a string is

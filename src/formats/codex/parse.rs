@@ -34,7 +34,9 @@
 use super::ids;
 pub use super::view::visible_view;
 use crate::budget::Limits;
-use crate::formats::measured::{raw_str, Measured, Str, Texts};
+use crate::formats::measured::{
+    map_len, raw_str, seq_len, written_len, written_scalars, Captured, Measured, Str, Texts,
+};
 use crate::measure::{has_compact_marker, parse_data_url};
 use crate::model::*;
 use rustc_hash::FxHashMap as HashMap;
@@ -744,8 +746,9 @@ impl<'de> serde::Deserialize<'de> for Counts {
     }
 }
 
-/// The fields of a response item read typed (see [`typed`]):
-/// tool calls, tool outputs given as a string, and reasoning. Any other
+/// The fields of a response item read typed (see [`typed`]): tool calls,
+/// tool outputs given as a string, reasoning, and `message` items (their
+/// content items measured, see [`ContentItem`]). Any other
 /// item type, a repeated key or a string that cannot be read is refused,
 /// and the line is read as a tree.
 struct ItemFields<'a> {
@@ -759,11 +762,18 @@ struct ItemFields<'a> {
     summary: Texts,
     content: Texts,
     encrypted_content: Measured,
+    /// A `message` item's `role`.
+    role: Option<&'a serde_json::value::RawValue>,
+    /// A `message` item's `content` (read only once the type is known).
+    message: Option<MessageContent<'a>>,
 }
 
 /// Whether items of type `ty` are read typed.
 fn typed_item_type(ty: &str) -> bool {
-    matches!(ty, "function_call" | "custom_tool_call" | "reasoning") || ty.ends_with("_output")
+    matches!(
+        ty,
+        "function_call" | "custom_tool_call" | "reasoning" | "message"
+    ) || ty.ends_with("_output")
 }
 
 impl<'de> serde::Deserialize<'de> for ItemFields<'de> {
@@ -791,8 +801,10 @@ impl<'de> serde::Deserialize<'de> for ItemFields<'de> {
                     summary: Texts::default(),
                     content: Texts::default(),
                     encrypted_content: Measured::Absent,
+                    role: None,
+                    message: None,
                 };
-                let mut seen = [false; 10];
+                let mut seen = [false; 11];
                 while let Some(k) = m.next_key::<Str<'de>>()? {
                     let slot = match &*k {
                         "type" => 0,
@@ -805,6 +817,7 @@ impl<'de> serde::Deserialize<'de> for ItemFields<'de> {
                         "summary" => 7,
                         "content" => 8,
                         "encrypted_content" => 9,
+                        "role" => 10,
                         _ => {
                             m.next_value::<IgnoredAny>()?;
                             continue;
@@ -828,16 +841,262 @@ impl<'de> serde::Deserialize<'de> for ItemFields<'de> {
                         5 => f.id = m.next_value()?,
                         6 => f.output = m.next_value()?,
                         7 => f.summary = m.next_value()?,
+                        8 if ty.as_deref() == Some("message") => f.message = Some(m.next_value()?),
                         8 => f.content = m.next_value()?,
-                        _ => f.encrypted_content = m.next_value()?,
+                        9 => f.encrypted_content = m.next_value()?,
+                        _ => f.role = m.next_value()?,
                     }
                 }
                 f.ty = ty.ok_or_else(|| A::Error::custom("no type: read as a tree"))?;
+                if f.ty == "message" && seen[8] && f.message.is_none() {
+                    return Err(A::Error::custom("content before type: read as a tree"));
+                }
                 Ok(f)
             }
         }
         d.deserialize_map(V)
     }
+}
+
+/// One item of a `message` item's `content` array read typed: its length
+/// as its tree writes it back (`JsonLen`, bytes) and the fields
+/// [`content_part`] reads, each only when a string (as `str_at` reads
+/// them). An item that carries [`NOTE_MARKER`] (only ever in memory) is
+/// refused, and the line read as a tree.
+struct ContentItem<'a> {
+    len: u64,
+    ty: Option<Cow<'a, str>>,
+    text: Option<Cow<'a, str>>,
+    refusal: Option<Cow<'a, str>>,
+    /// `image_url` as [`image_url`] reads it: the string, or its `url`.
+    url: Option<Cow<'a, str>>,
+}
+
+impl<'a> ContentItem<'a> {
+    fn sized(len: u64) -> ContentItem<'a> {
+        ContentItem {
+            len,
+            ty: None,
+            text: None,
+            refusal: None,
+            url: None,
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ContentItem<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{Error, MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ContentItem<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, s: &str) -> std::result::Result<ContentItem<'de>, E> {
+                Ok(ContentItem::sized(written_len(s)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                q: A,
+            ) -> std::result::Result<ContentItem<'de>, A::Error> {
+                seq_len(q).map(ContentItem::sized)
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                m: A,
+            ) -> std::result::Result<ContentItem<'de>, A::Error> {
+                let mut c = ContentItem::sized(0);
+                c.len = map_len(m, |k, m| {
+                    let slot = match k {
+                        "type" => &mut c.ty,
+                        "text" => &mut c.text,
+                        "refusal" => &mut c.refusal,
+                        "image_url" => {
+                            let u: ImageUrl = m.next_value()?;
+                            c.url = u.url;
+                            return Ok(Some(u.len));
+                        }
+                        NOTE_MARKER => return Err(A::Error::custom("a note: read as a tree")),
+                        _ => return Ok(None),
+                    };
+                    let v: Captured = m.next_value()?;
+                    *slot = v.text;
+                    Ok(Some(v.len))
+                })?;
+                Ok(c)
+            }
+            written_scalars!(ContentItem<'de>, ContentItem::sized);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A content item's `image_url` read typed: its length as written back
+/// (`JsonLen`, bytes), and the URL [`image_url`] reads (the string itself,
+/// or the object's `url` string).
+struct ImageUrl<'a> {
+    len: u64,
+    url: Option<Cow<'a, str>>,
+}
+
+impl<'de> serde::Deserialize<'de> for ImageUrl<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{MapAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ImageUrl<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> std::result::Result<ImageUrl<'de>, E> {
+                Ok(ImageUrl {
+                    len: written_len(s),
+                    url: Some(Cow::Borrowed(s)),
+                })
+            }
+            fn visit_str<E>(self, s: &str) -> std::result::Result<ImageUrl<'de>, E> {
+                Ok(ImageUrl {
+                    len: written_len(s),
+                    url: Some(Cow::Owned(s.to_owned())),
+                })
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                q: A,
+            ) -> std::result::Result<ImageUrl<'de>, A::Error> {
+                seq_len(q).map(|len| ImageUrl { len, url: None })
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                m: A,
+            ) -> std::result::Result<ImageUrl<'de>, A::Error> {
+                let mut url = None;
+                let len = map_len(m, |k, m| {
+                    if k != "url" {
+                        return Ok(None);
+                    }
+                    let v: Captured = m.next_value()?;
+                    url = v.text;
+                    Ok(Some(v.len))
+                })?;
+                Ok(ImageUrl { len, url })
+            }
+            written_scalars!(ImageUrl<'de>, |len| ImageUrl { len, url: None });
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A `message` item's `content` read typed: an array of items, a string,
+/// or anything else (no parts, no text).
+enum MessageContent<'a> {
+    Items(Vec<ContentItem<'a>>),
+    Text(Cow<'a, str>),
+    None,
+}
+
+impl<'de> serde::Deserialize<'de> for MessageContent<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MessageContent<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(
+                self,
+                s: &'de str,
+            ) -> std::result::Result<MessageContent<'de>, E> {
+                Ok(MessageContent::Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> std::result::Result<MessageContent<'de>, E> {
+                Ok(MessageContent::Text(Cow::Owned(s.to_owned())))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut q: A,
+            ) -> std::result::Result<MessageContent<'de>, A::Error> {
+                let mut v = Vec::new();
+                while let Some(c) = q.next_element()? {
+                    v.push(c);
+                }
+                Ok(MessageContent::Items(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                m: A,
+            ) -> std::result::Result<MessageContent<'de>, A::Error> {
+                map_len(m, |_, _| Ok(None)).map(|_| MessageContent::None)
+            }
+            written_scalars!(MessageContent<'de>, |_| MessageContent::None);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// [`content_part`] of a content item read typed ([`ContentItem`]).
+fn typed_content_part(c: &ContentItem<'_>, id: Id, message_id: &str) -> Part {
+    let ty = c.ty.as_deref().unwrap_or("");
+    match ty {
+        "input_text" | "output_text" | "text" | "summary_text" | "refusal" => {
+            let t = c.text.as_deref().or(c.refusal.as_deref()).unwrap_or("");
+            let mut p = part(id, message_id, PartKind::Text, ty, c.len);
+            p.rewritten = has_compact_marker(t);
+            p.model_chars = chars(t);
+            p.wire_bytes = t.len() as u64;
+            p
+        }
+        "input_image" | "image" => {
+            let url = c.url.as_deref().unwrap_or("");
+            let mut p = part(id, message_id, PartKind::File, ty, c.len);
+            p.wire_bytes = url.len() as u64;
+            p.media.extend(parse_data_url(url, None));
+            p
+        }
+        other => {
+            let mut p = part(id, message_id, PartKind::Other, other, c.len);
+            p.wire_bytes = c.len;
+            p
+        }
+    }
+}
+
+/// What the loader takes from a `message` item read typed besides its
+/// message, as [`Loader::line`] reads it from the tree: an assistant's text
+/// (the answer a following `compacted` line may carry) and, for a user
+/// message Codex did not write itself, the session title it would give.
+fn typed_message_texts(item: &ItemFields<'_>) -> Option<(Option<String>, Option<String>)> {
+    let text = || match &item.message {
+        Some(MessageContent::Items(c)) => c
+            .iter()
+            .filter_map(|c| c.text.as_deref())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(MessageContent::Text(s)) => s.to_string(),
+        _ => String::new(),
+    };
+    Some(match raw_str(item.role)?.as_deref() {
+        Some("assistant") => (Some(text()), None),
+        Some("user") => {
+            let text = text();
+            let t = text.trim_start();
+            let title = (!t.starts_with(SUMMARY_PREFIX)
+                && !CONTEXT_PREFIXES.iter().any(|p| t.starts_with(p)))
+            .then(|| {
+                t.lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .chars()
+                    .take(80)
+                    .collect()
+            });
+            (None, title)
+        }
+        _ => (None, None),
+    })
 }
 
 /// The message of a response item read typed ([`ItemFields`]), as
@@ -854,6 +1113,56 @@ fn typed_item_message(
     let pid = |k: usize| ids::part(id, k);
     let mut m;
     match ty {
+        "message" => {
+            let role = match raw_str(item.role)?.as_deref() {
+                Some("user") => Role::User,
+                Some("assistant") => Role::Assistant,
+                Some(r) => Role::named(r),
+                None => Role::Other(sym("message")),
+            };
+            m = message(id, role, line, time);
+            match &item.message {
+                Some(MessageContent::Items(content)) => {
+                    for (k, c) in content.iter().enumerate() {
+                        m.parts.push(typed_content_part(c, pid(k), id));
+                    }
+                    // What a user message's first text part starts with.
+                    let first = content
+                        .iter()
+                        .find(|c| {
+                            matches!(
+                                c.ty.as_deref(),
+                                Some(
+                                    "input_text"
+                                        | "output_text"
+                                        | "text"
+                                        | "summary_text"
+                                        | "refusal"
+                                )
+                            )
+                        })
+                        .and_then(|c| c.text.as_deref());
+                    if m.role == Role::User {
+                        if let Some(first) = first {
+                            let first = first.trim_start();
+                            if first.starts_with(SUMMARY_PREFIX) {
+                                m.summary = true;
+                            } else if CONTEXT_PREFIXES.iter().any(|p| first.starts_with(p)) {
+                                m.role = Role::Other(sym(CONTEXT_ROLE));
+                                m.parts.iter_mut().for_each(|p| p.synthetic = true);
+                            }
+                        }
+                    }
+                }
+                Some(MessageContent::Text(s)) => {
+                    let mut p = part(pid(0), id, PartKind::Text, "text", s.len() as u64 + 2);
+                    p.model_chars = chars(s);
+                    p.wire_bytes = s.len() as u64;
+                    m.parts.push(p);
+                }
+                Some(MessageContent::None) | None => {}
+            }
+        }
         "function_call" | "custom_tool_call" => {
             m = message(id, Role::Assistant, line, time);
             let name = raw_str(item.name)?;
@@ -1395,7 +1704,13 @@ enum Pre {
     /// A response item read typed ([`ItemFields`]): its message, built with
     /// the line's own timestamp (`time`, ms), or with 0 when it has none
     /// the loader can read (the loader's current time then replaces it).
-    Item { time: Option<i64>, m: Message },
+    /// A `message` item also gives what [`typed_message_texts`] reads.
+    Item {
+        time: Option<i64>,
+        m: Message,
+        answer: Option<String>,
+        title: Option<String>,
+    },
     /// Any other line read typed, with the line's own timestamp (`time`,
     /// ms) when it has one the loader can read.
     Other {
@@ -1427,7 +1742,16 @@ fn typed(e: Envelope<'_>, line: LineRef) -> Option<Pre> {
         let time = raw_time(e.timestamp)?;
         let id = ids::line(line.line.get());
         let m = typed_item_message(item, &id, line, time.unwrap_or(0))?;
-        return Some(Pre::Item { time, m });
+        let (answer, title) = match &*item.ty {
+            "message" => typed_message_texts(item)?,
+            _ => (None, None),
+        };
+        return Some(Pre::Item {
+            time,
+            m,
+            answer,
+            title,
+        });
     }
     // A header, compaction or item left to the tree was refused by the
     // envelope's read; what is left here is every other line type.
@@ -1487,7 +1811,12 @@ impl Loader {
             let (n, read) = (line.line.get(), line.bytes);
             match pre {
                 Pre::Blank => self.s.other_bytes += read,
-                Pre::Item { time, mut m } => {
+                Pre::Item {
+                    time,
+                    mut m,
+                    answer,
+                    title,
+                } => {
                     typed += 1;
                     let time = time.unwrap_or_else(|| {
                         m.time_created = self.time;
@@ -1497,8 +1826,11 @@ impl Loader {
                     self.time = time;
                     self.first = false;
                     self.last_answer = None;
+                    if self.s.title.is_none() {
+                        self.s.title = title;
+                    }
                     let trigger = self.last_request;
-                    self.take(vec![m], trigger, None);
+                    self.take(vec![m], trigger, answer);
                 }
                 Pre::Other { time, o } => {
                     typed += 1;
@@ -1670,6 +2002,55 @@ mod tests {
         r#"{"timestamp":"2026-01-01T00:00:35Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":13.0},"last_token_usage":{"input_tokens":1}}}}"#,
         r#"{"timestamp":"2026-01-01T00:00:36Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":77}}}}"#,
     ];
+
+    /// `message` items of every shape the typed read takes or refuses: a
+    /// rollout of them alone (its title from the first user message read
+    /// typed) loads as the tree reader loads it.
+    const MESSAGE_LINES: &[&str] = &[
+        r#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"s1","model_provider":"openai"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>x</environment_context>"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:02Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"  Fix the build\nplease, caf\u00e9 \"now\"\t\u0001 and make it long enough to be cut at eighty characters for the title"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:03Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done.\nAll good."},{"type":"output_text","text":"second"},{"type":"refusal","refusal":"no"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:03Z","type":"compacted","payload":{"message":"Done.\nAll good.\nsecond"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:04Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="},{"type":"input_image","image_url":{"url":"data:image/jpeg;base64,/9j/4AAQ","detail":"high"}},{"type":"image","image_url":7},{"type":"input_text","text":"look"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:05Z","type":"response_item","payload":{"type":"message","role":"user","content":"plain string content"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:06Z","type":"response_item","payload":{"type":"message","role":"user","content":{"type":"input_text","text":"an object"}}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:07Z","type":"response_item","payload":{"type":"message","role":"user","content":null}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:08Z","type":"response_item","payload":{"type":"message","role":"user","content":["x",3,1.0,1e2,-0,null,true,[],{},{"type":"other","n":18446744073709551616}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:09Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Another language model started to solve this problem: summary"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:10Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"rules"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:11Z","type":"response_item","payload":{"type":"message","role":7,"content":[{"type":"input_text","text":"odd role"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:12Z","type":"response_item","payload":{"type":"message","content":[{"type":"input_text","text":"no role"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:13Z","type":"response_item","payload":{"content":[{"type":"input_text","text":"content first"}],"type":"message","role":"user"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:14Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"a","text":"b"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:15Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"x","__session_doctor_note":true}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:16Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"x","$serde_json::private::RawValue":"1"}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:17Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"x","meta":{"a":1,"a":2}}]}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:18Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"<!-- session-doctor compact --> kept","annotations":[],"logprobs":[{"p":-0.25}]}],"id":"msg_1","end_turn":true}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:19Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"\ud83d\ude00 \/ \u00e9"}],"role":"user"}}"#,
+        r#"{"timestamp":"2026-01-01T00:00:21Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"bad \ud800 surrogate"}]}}"#,
+        r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"no time"}]}}"#,
+    ];
+
+    /// `message` items read typed load what their trees load: parts, bytes,
+    /// roles, the summary and context flags, the title, the answer a
+    /// `compacted` line carries; the lines the typed read refuses go to the
+    /// tree.
+    #[test]
+    fn typed_message_items_match_the_tree_reader() {
+        let text = MESSAGE_LINES.join("\n") + "\n";
+        let typed = both_ways(text.as_bytes(), "messages.jsonl");
+        assert!(typed >= 14, "{typed} lines read typed");
+        let (s, _) = load_lines(text.as_bytes(), Path::new("m.jsonl"), "x", true, 0, 64).unwrap();
+        assert!(s
+            .title
+            .as_deref()
+            .is_some_and(|t| t.starts_with("Fix the build")));
+        assert!(s
+            .messages
+            .iter()
+            .any(|m| m.summary && m.role == crate::model::Role::Assistant));
+    }
 
     /// Loads `bytes` both ways; answers how many lines the typed read took.
     fn both_ways(bytes: &[u8], name: &str) -> u64 {
