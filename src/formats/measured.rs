@@ -502,13 +502,7 @@ mod tests {
     /// document with a repeated key is refused, and only such a document.
     #[test]
     fn json_len_is_what_the_tree_writes_back() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = crate::formats::random_json::rng(0x2545_f491_4f6c_dd1d);
         let numbers = [
             "0",
             "-0",
@@ -548,67 +542,19 @@ mod tests {
             "日本",
             "x y",
         ];
+        // "typ\u0065" is "type" written another way.
         let keys = ["a", "b", "type", "typ\\u0065", "é", ""];
         let spaces = ["", " ", "\n", "\t "];
-        fn doc(
-            next: &mut dyn FnMut(usize) -> usize,
-            depth: usize,
-            out: &mut String,
-            dup: &mut bool,
-            t: (&[&str], &[&str], &[&str], &[&str]),
-        ) {
-            let (n, s, k, w) = t;
-            match next(if depth > 3 { 2 } else { 4 }) {
-                0 => out.push_str(n[next(n.len())]),
-                1 => {
-                    out.push('"');
-                    out.push_str(s[next(s.len())]);
-                    out.push('"');
-                }
-                2 => {
-                    out.push('[');
-                    for i in 0..next(4) {
-                        if i > 0 {
-                            out.push(',');
-                        }
-                        out.push_str(w[next(w.len())]);
-                        doc(next, depth + 1, out, dup, t);
-                    }
-                    out.push(']');
-                }
-                _ => {
-                    out.push('{');
-                    let mut used = Vec::new();
-                    for i in 0..next(4) {
-                        if i > 0 {
-                            out.push(',');
-                        }
-                        let key = next(k.len());
-                        // "typ\u0065" is "type" written another way.
-                        let same = if key == 3 { 2 } else { key };
-                        *dup |= used.contains(&same);
-                        used.push(same);
-                        out.push_str(w[next(w.len())]);
-                        out.push('"');
-                        out.push_str(k[key]);
-                        out.push_str("\":");
-                        out.push_str(w[next(w.len())]);
-                        doc(next, depth + 1, out, dup, t);
-                    }
-                    out.push('}');
-                }
-            }
-        }
+        let pieces = crate::formats::random_json::Pieces {
+            numbers: &numbers,
+            strings: &strings,
+            keys: &keys,
+            spaces: &spaces,
+        };
         let (mut agreed, mut refused) = (0, 0);
         for _ in 0..30_000 {
-            let (mut text, mut dup) = (String::new(), false);
-            doc(
-                &mut next,
-                0,
-                &mut text,
-                &mut dup,
-                (&numbers, &strings, &keys, &spaces),
-            );
+            let mut text = String::new();
+            let dup = crate::formats::random_json::doc(&mut next, &pieces, 0, &mut text);
             let tree: serde_json::Value = serde_json::from_str(&text).expect(&text);
             match serde_json::from_str::<JsonLen>(&text) {
                 Ok(JsonLen(n)) => {

@@ -10,6 +10,8 @@ pub mod docker_agent;
 pub mod hermes;
 pub(crate) mod measured;
 pub mod opencode;
+#[cfg(test)]
+pub(crate) mod random_json;
 pub mod sqlite;
 
 use crate::edit::{Applier, Edit, LineRun, StoredChange};
@@ -1178,13 +1180,7 @@ mod depth_tests {
     #[test]
     fn number_out_of_range_agrees_with_the_exact_scan() {
         use super::{number_out_of_range, out_of_range_scan};
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = super::random_json::rng(0x9e37_79b9_7f4a_7c15);
         let numbers = [
             "1e400",
             "-2E+309",
@@ -1211,49 +1207,16 @@ mod depth_tests {
             "a,1e309",
         ];
         let spaces = ["", " ", "\n", "  \t"];
-        fn doc(
-            next: &mut dyn FnMut(usize) -> usize,
-            depth: usize,
-            out: &mut String,
-            n: &[&str],
-            s: &[&str],
-            w: &[&str],
-        ) {
-            match next(if depth > 3 { 2 } else { 4 }) {
-                0 => out.push_str(n[next(n.len())]),
-                1 => {
-                    out.push('"');
-                    out.push_str(s[next(s.len())]);
-                    out.push('"');
-                }
-                2 => {
-                    out.push('[');
-                    for k in 0..next(4) {
-                        if k > 0 {
-                            out.push(',');
-                        }
-                        out.push_str(w[next(w.len())]);
-                        doc(next, depth + 1, out, n, s, w);
-                    }
-                    out.push(']');
-                }
-                _ => {
-                    out.push('{');
-                    for k in 0..next(4) {
-                        if k > 0 {
-                            out.push(',');
-                        }
-                        out.push_str(&format!("\"k{k}\":{}", w[next(w.len())]));
-                        doc(next, depth + 1, out, n, s, w);
-                    }
-                    out.push('}');
-                }
-            }
-        }
+        let pieces = super::random_json::Pieces {
+            numbers: &numbers,
+            strings: &strings,
+            keys: &["k0", "k1", "k2", "k3"],
+            spaces: &spaces,
+        };
         let mut flagged = 0;
         for _ in 0..50_000 {
             let mut t = " ".repeat(next(17));
-            doc(&mut next, 0, &mut t, &numbers, &strings, &spaces);
+            super::random_json::doc(&mut next, &pieces, 0, &mut t);
             assert!(
                 serde_json::from_str::<serde::de::IgnoredAny>(&t).is_ok(),
                 "{t}"

@@ -144,22 +144,9 @@ pub fn looks_like_codex(v: &Value) -> bool {
     }
 }
 
-struct Counter(u64);
-impl std::io::Write for Counter {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0 += b.len() as u64;
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Bytes of `v` serialized as compact JSON (what Codex and the writer write).
 pub fn json_len(v: &Value) -> u64 {
-    let mut c = Counter(0);
-    let _ = serde_json::to_writer(&mut c, v);
-    c.0
+    written_len(v)
 }
 
 use crate::measure::char_count as chars;
