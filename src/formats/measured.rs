@@ -431,7 +431,19 @@ impl<'a> Captured<'a> {
 
 impl<'de> Deserialize<'de> for Captured<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
+        serde::de::DeserializeSeed::deserialize(CaptureIn(None), d)
+    }
+}
+
+/// Reads a [`Captured`] (`CaptureIn(None)`), or, with `Some(key)`, one that
+/// also takes from an object the string value of `key` as its text: a
+/// Codex `image_url`, either the URL itself or `{url}`.
+pub(crate) struct CaptureIn(pub Option<&'static str>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for CaptureIn {
+    type Value = Captured<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Captured<'de>, D::Error> {
+        struct V(Option<&'static str>);
         impl<'de> Visitor<'de> for V {
             type Value = Captured<'de>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -447,11 +459,20 @@ impl<'de> Deserialize<'de> for Captured<'de> {
                 seq_len(q).map(Captured::sized)
             }
             fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Captured<'de>, A::Error> {
-                map_len(m, |_, _| Ok(None)).map(Captured::sized)
+                let mut text = None;
+                let len = map_len(m, |k, m| {
+                    if self.0 != Some(k) {
+                        return Ok(None);
+                    }
+                    let v: Captured = m.next_value()?;
+                    text = v.text;
+                    Ok(Some(v.len))
+                })?;
+                Ok(Captured { len, text })
             }
             written_scalars!(Captured<'de>, Captured::sized);
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(self.0))
     }
 }
 

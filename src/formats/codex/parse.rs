@@ -35,7 +35,8 @@ use super::ids;
 pub use super::view::visible_view;
 use crate::budget::Limits;
 use crate::formats::measured::{
-    map_len, raw_str, seq_len, written_len, written_scalars, Captured, Measured, Str, Texts,
+    map_len, raw_str, seq_len, written_len, written_scalars, CaptureIn, Captured, Measured, Str,
+    Texts,
 };
 use crate::measure::{has_compact_marker, parse_data_url};
 use crate::model::*;
@@ -188,33 +189,56 @@ fn image_url(c: &Value) -> &str {
     }
 }
 
-/// The part for one content item (message content or tool output content).
+/// The part for one content item's tree (message content or tool output
+/// content) that takes `bytes` on disk: [`item_part`] of what it holds.
 fn content_part(c: &Value, id: Id, message_id: &str, bytes: u64) -> Part {
-    let ty = str_at(c, "type").unwrap_or("");
-    match ty {
-        "input_text" | "output_text" | "text" | "summary_text" | "refusal" => {
-            let t = str_at(c, "text")
-                .or_else(|| str_at(c, "refusal"))
-                .unwrap_or("");
-            let mut p = part(id, message_id, PartKind::Text, ty, bytes);
-            p.rewritten = has_compact_marker(t);
-            p.model_chars = chars(t);
-            p.wire_bytes = t.len() as u64;
-            p
-        }
-        "input_image" | "image" => {
-            let url = image_url(c);
-            let mut p = part(id, message_id, PartKind::File, ty, bytes);
-            p.wire_bytes = url.len() as u64;
-            p.media.extend(parse_data_url(url, None));
-            p
-        }
-        other => {
-            let mut p = part(id, message_id, PartKind::Other, other, bytes);
-            p.wire_bytes = bytes;
-            p
-        }
+    let field = |k: &str| str_at(c, k).map(Cow::Borrowed);
+    let item = ContentItem {
+        len: bytes,
+        ty: field("type"),
+        text: field("text"),
+        refusal: field("refusal"),
+        url: Some(Cow::Borrowed(image_url(c))),
+    };
+    item_part(&item, id, message_id)
+}
+
+/// Whether a content item of type `ty` is text (a text part).
+fn is_text_item(ty: &str) -> bool {
+    matches!(
+        ty,
+        "input_text" | "output_text" | "text" | "summary_text" | "refusal"
+    )
+}
+
+/// What a user message whose first text part starts with `first` is: a
+/// summary Codex wrote after a compaction, or context Codex writes itself
+/// (role [`CONTEXT_ROLE`], parts synthetic).
+fn mark_user_message(m: &mut Message, first: &str) {
+    let first = first.trim_start();
+    if first.starts_with(SUMMARY_PREFIX) {
+        m.summary = true;
+    } else if CONTEXT_PREFIXES.iter().any(|p| first.starts_with(p)) {
+        m.role = Role::Other(sym(CONTEXT_ROLE));
+        m.parts.iter_mut().for_each(|p| p.synthetic = true);
     }
+}
+
+/// The session title a user message with `text` gives (its first line, 80
+/// characters at most), unless Codex wrote it (a summary or context).
+fn title_of(text: &str) -> Option<String> {
+    let t = text.trim_start();
+    (!t.starts_with(SUMMARY_PREFIX) && !CONTEXT_PREFIXES.iter().any(|p| t.starts_with(p))).then(
+        || {
+            t.lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .chars()
+                .take(80)
+                .collect()
+        },
+    )
 }
 
 /// Text chars and media of a tool output (`output` as a string, an array of
@@ -306,13 +330,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
                     let k = ids::parse_part(&pid)?.1?;
                     item.get("content")?.get(k)?.get("text")?.as_str()
                 }) {
-                    let first = first.trim_start();
-                    if first.starts_with(SUMMARY_PREFIX) {
-                        m.summary = true;
-                    } else if CONTEXT_PREFIXES.iter().any(|p| first.starts_with(p)) {
-                        m.role = Role::Other(sym(CONTEXT_ROLE));
-                        m.parts.iter_mut().for_each(|p| p.synthetic = true);
-                    }
+                    mark_user_message(&mut m, first);
                 }
             }
         }
@@ -899,9 +917,10 @@ impl<'de> serde::Deserialize<'de> for ContentItem<'de> {
                         "type" => &mut c.ty,
                         "text" => &mut c.text,
                         "refusal" => &mut c.refusal,
+                        // [`image_url`]: the URL itself, or its `url`.
                         "image_url" => {
-                            let u: ImageUrl = m.next_value()?;
-                            c.url = u.url;
+                            let u = m.next_value_seed(CaptureIn(Some("url")))?;
+                            c.url = u.text;
                             return Ok(Some(u.len));
                         }
                         NOTE_MARKER => return Err(A::Error::custom("a note: read as a tree")),
@@ -914,62 +933,6 @@ impl<'de> serde::Deserialize<'de> for ContentItem<'de> {
                 Ok(c)
             }
             written_scalars!(ContentItem<'de>, ContentItem::sized);
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// A content item's `image_url` read typed: its length as written back
-/// (`JsonLen`, bytes), and the URL [`image_url`] reads (the string itself,
-/// or the object's `url` string).
-struct ImageUrl<'a> {
-    len: u64,
-    url: Option<Cow<'a, str>>,
-}
-
-impl<'de> serde::Deserialize<'de> for ImageUrl<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        use serde::de::{MapAccess, Visitor};
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = ImageUrl<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> std::result::Result<ImageUrl<'de>, E> {
-                Ok(ImageUrl {
-                    len: written_len(s),
-                    url: Some(Cow::Borrowed(s)),
-                })
-            }
-            fn visit_str<E>(self, s: &str) -> std::result::Result<ImageUrl<'de>, E> {
-                Ok(ImageUrl {
-                    len: written_len(s),
-                    url: Some(Cow::Owned(s.to_owned())),
-                })
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                q: A,
-            ) -> std::result::Result<ImageUrl<'de>, A::Error> {
-                seq_len(q).map(|len| ImageUrl { len, url: None })
-            }
-            fn visit_map<A: MapAccess<'de>>(
-                self,
-                m: A,
-            ) -> std::result::Result<ImageUrl<'de>, A::Error> {
-                let mut url = None;
-                let len = map_len(m, |k, m| {
-                    if k != "url" {
-                        return Ok(None);
-                    }
-                    let v: Captured = m.next_value()?;
-                    url = v.text;
-                    Ok(Some(v.len))
-                })?;
-                Ok(ImageUrl { len, url })
-            }
-            written_scalars!(ImageUrl<'de>, |len| ImageUrl { len, url: None });
         }
         d.deserialize_any(V)
     }
@@ -1023,11 +986,12 @@ impl<'de> serde::Deserialize<'de> for MessageContent<'de> {
     }
 }
 
-/// [`content_part`] of a content item read typed ([`ContentItem`]).
-fn typed_content_part(c: &ContentItem<'_>, id: Id, message_id: &str) -> Part {
+/// The part for one content item (read typed, or a view of its tree:
+/// [`content_part`]).
+fn item_part(c: &ContentItem<'_>, id: Id, message_id: &str) -> Part {
     let ty = c.ty.as_deref().unwrap_or("");
     match ty {
-        "input_text" | "output_text" | "text" | "summary_text" | "refusal" => {
+        _ if is_text_item(ty) => {
             let t = c.text.as_deref().or(c.refusal.as_deref()).unwrap_or("");
             let mut p = part(id, message_id, PartKind::Text, ty, c.len);
             p.rewritten = has_compact_marker(t);
@@ -1066,22 +1030,7 @@ fn typed_message_texts(item: &ItemFields<'_>) -> Option<(Option<String>, Option<
     };
     Some(match raw_str(item.role)?.as_deref() {
         Some("assistant") => (Some(text()), None),
-        Some("user") => {
-            let text = text();
-            let t = text.trim_start();
-            let title = (!t.starts_with(SUMMARY_PREFIX)
-                && !CONTEXT_PREFIXES.iter().any(|p| t.starts_with(p)))
-            .then(|| {
-                t.lines()
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .chars()
-                    .take(80)
-                    .collect()
-            });
-            (None, title)
-        }
+        Some("user") => (None, title_of(&text())),
         _ => (None, None),
     })
 }
@@ -1111,34 +1060,14 @@ fn typed_item_message(
             match &item.message {
                 Some(MessageContent::Items(content)) => {
                     for (k, c) in content.iter().enumerate() {
-                        m.parts.push(typed_content_part(c, pid(k), id));
+                        m.parts.push(item_part(c, pid(k), id));
                     }
-                    // What a user message's first text part starts with.
                     let first = content
                         .iter()
-                        .find(|c| {
-                            matches!(
-                                c.ty.as_deref(),
-                                Some(
-                                    "input_text"
-                                        | "output_text"
-                                        | "text"
-                                        | "summary_text"
-                                        | "refusal"
-                                )
-                            )
-                        })
+                        .find(|c| is_text_item(c.ty.as_deref().unwrap_or("")))
                         .and_then(|c| c.text.as_deref());
-                    if m.role == Role::User {
-                        if let Some(first) = first {
-                            let first = first.trim_start();
-                            if first.starts_with(SUMMARY_PREFIX) {
-                                m.summary = true;
-                            } else if CONTEXT_PREFIXES.iter().any(|p| first.starts_with(p)) {
-                                m.role = Role::Other(sym(CONTEXT_ROLE));
-                                m.parts.iter_mut().for_each(|p| p.synthetic = true);
-                            }
-                        }
+                    if let Some(first) = first.filter(|_| m.role == Role::User) {
+                        mark_user_message(&mut m, first);
                     }
                 }
                 Some(MessageContent::Text(s)) => {
@@ -1415,15 +1344,7 @@ impl Loader {
                     let text = texts(item.get("content"));
                     match str_at(item, "role") {
                         Some("assistant") => answer_text = Some(text),
-                        Some("user") if self.s.title.is_none() => {
-                            let t = text.trim_start();
-                            if !t.starts_with(SUMMARY_PREFIX)
-                                && !CONTEXT_PREFIXES.iter().any(|p| t.starts_with(p))
-                            {
-                                let first = t.lines().next().unwrap_or("").trim();
-                                self.s.title = Some(first.chars().take(80).collect());
-                            }
-                        }
+                        Some("user") if self.s.title.is_none() => self.s.title = title_of(&text),
                         _ => {}
                     }
                 }
