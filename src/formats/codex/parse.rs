@@ -1838,8 +1838,7 @@ fn load_lines(
 
 /// The session `bytes` loads as with the typed read and as through trees
 /// only (the fuzz targets check that the two agree).
-#[doc(hidden)]
-pub fn load_both_ways(bytes: &[u8], path: &Path) -> std::io::Result<(Session, Session)> {
+pub(crate) fn load_both_ways(bytes: &[u8], path: &Path) -> std::io::Result<(Session, Session)> {
     let n = bytes.len() as u64;
     let (fast, _) = load_lines(bytes, path, "fuzz", true, 0, n)?;
     let (tree, _) = load_lines(bytes, path, "fuzz", false, 0, n)?;
