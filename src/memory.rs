@@ -8,7 +8,13 @@
 //! 0.64-0.77 -> 0.56-0.65 s), 230-232 -> 236-239 MiB; the 1 GB Codex
 //! rollout's `check` 4.7-5.3 -> 3.9-4.8 s (system time 2.3 -> 0.8-1.2 s)
 //! at the same peak. Kept for 1 ms for the whole run, the Codex peak grew by
-//! about 100 MiB (its compact plan).
+//! about 100 MiB (its compact plan). Later still (with 4 MiB reads), kept
+//! for 5 ms while loading: page faults of the 1 GB Codex `check` 390-450k
+//! -> 300k, system time 1.1-2.0 -> 0.9-1.1 s, wall 3.54-4.56 -> 3.47-3.87 s,
+//! same peak; Claude Code 1.75-2.04 -> 1.70-1.72 s (faults 172k -> 142k),
+//! peak 236-240 -> 241-244 MiB; opencode the same time, peak 197-201 ->
+//! 214-219 MiB. Kept for 5 ms for the whole run, the Codex peak grew by
+//! 130 MiB again.
 
 /// Input bytes of one session from which freed memory is returned to the
 /// OS at once ([`return_freed_memory_at_once`]): 64 MiB.
@@ -20,8 +26,9 @@ pub const HUGE_SESSION_BYTES: u64 = 64 << 20;
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Milliseconds freed memory stays before it goes back to the OS while a
-/// huge session loads ([`loading_huge_session`]): 1.
-pub const LOAD_PURGE_DELAY_MS: std::ffi::c_long = 1;
+/// huge session loads ([`loading_huge_session`]): 5 (measured in the
+/// module notes).
+pub const LOAD_PURGE_DELAY_MS: std::ffi::c_long = 5;
 
 /// While a huge session loads, freed memory goes back to the OS after
 /// [`LOAD_PURGE_DELAY_MS`], not at once: the parse frees and takes again
