@@ -435,6 +435,13 @@ mod tests {
         let claude =
             br#"{"parentUuid":null,"sessionId":"s","type":"user","uuid":"u","timestamp":"t"}"#;
         assert!(!maybe_codex(claude));
+        // A damaged Claude Code line with `id` and `timestamp` but no `type`
+        // is not an envelope-less Codex header (fuzz input whole_claude-18).
+        let damaged: Value = serde_json::from_str(
+            r#"{"parentUuid":"p","isSidechain":false,"id":"x","timestamp":"t"}"#,
+        )
+        .unwrap();
+        assert!(!parse::looks_like_codex(&damaged));
     }
 
     #[test]

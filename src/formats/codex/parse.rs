@@ -135,9 +135,13 @@ pub fn classify(v: &Value, first: bool) -> Line<'_> {
 }
 
 /// True when the first line of a file has the shape of a Codex rollout line.
+/// An envelope-less header (`{id, timestamp, ...}`) holding Claude Code's
+/// `parentUuid` is a damaged Claude Code line, not a Codex header: a
+/// compacted Claude Code copy whose cut left such a line first was read as
+/// a Codex rollout (fuzz input whole_claude-18).
 pub fn looks_like_codex(v: &Value) -> bool {
     match classify(v, true) {
-        Line::Meta(p) => p.get("id").is_some(),
+        Line::Meta(p) => p.get("id").is_some() && v.get("parentUuid").is_none(),
         Line::Other { ty, .. } => {
             v.get("payload").is_some() && matches!(ty.as_str(), "event_msg" | "turn_context")
         }
