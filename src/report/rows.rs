@@ -113,29 +113,49 @@ fn flags(m: &Message, visible: bool) -> Vec<&'static str> {
     f
 }
 
+/// The positions `(message index, part index)` of the `n` largest parts of
+/// `s`, largest first: by payload bytes (descending), then part id, then
+/// position (ascending), a total order, so the result is the first `n` of
+/// the whole list sorted that way. The `n` are selected in linear time
+/// (`select_nth_unstable_by`) and only they are sorted: sorting all
+/// positions cost `inspect --top 20` of the 1 GB Codex rollout (1.17
+/// million parts, each compared through two lookups) 13% of its time, and
+/// grew faster than the session.
+pub fn largest_parts(s: &Session, n: usize) -> Vec<(usize, usize)> {
+    let mut all: Vec<(usize, usize)> = s
+        .messages
+        .iter()
+        .enumerate()
+        .flat_map(|(i, m)| (0..m.parts.len()).map(move |k| (i, k)))
+        .collect();
+    let part = |&(i, k): &(usize, usize)| &s.messages[i].parts[k];
+    let order = |a: &(usize, usize), b: &(usize, usize)| {
+        let (pa, pb) = (part(a), part(b));
+        pb.payload_bytes
+            .cmp(&pa.payload_bytes)
+            .then_with(|| pa.id.cmp(&pb.id))
+            .then_with(|| a.cmp(b))
+    };
+    if n == 0 {
+        return Vec::new();
+    }
+    if n < all.len() {
+        all.select_nth_unstable_by(n - 1, order);
+        all.truncate(n);
+    }
+    all.sort_unstable_by(order);
+    all
+}
+
 /// `inspect`: the rows of every message, and the `top` largest parts. Keeps
 /// the session: its message rows are made as they are written
 /// ([`MessageRows`]), so no second copy of a huge session is held.
 pub fn inspect_session(s: Session, top: Option<usize>) -> InspectSession {
     let visible = s.visible_mask();
-    // The largest parts first, by (bytes, id): only positions are sorted.
     let top_parts = top.map(|n| {
-        let mut all: Vec<(usize, usize)> = s
-            .messages
-            .iter()
-            .enumerate()
-            .flat_map(|(i, m)| (0..m.parts.len()).map(move |k| (i, k)))
-            .collect();
-        let part = |&(i, k): &(usize, usize)| &s.messages[i].parts[k];
-        all.sort_by(|a, b| {
-            let (pa, pb) = (part(a), part(b));
-            pb.payload_bytes
-                .cmp(&pa.payload_bytes)
-                .then(pa.id.cmp(&pb.id))
-        });
-        all.iter()
-            .take(n)
-            .map(|&(i, k)| part_row(&s.messages[i].id, &s.messages[i].parts[k]))
+        largest_parts(&s, n)
+            .into_iter()
+            .map(|(i, k)| part_row(&s.messages[i].id, &s.messages[i].parts[k]))
             .collect()
     });
     InspectSession {
@@ -181,5 +201,53 @@ impl MessageRows {
                 flags: flags(m, visible),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Agent, PartKind};
+
+    /// The selected parts are the first `n` of every part sorted by (bytes
+    /// descending, id), ties in stored order: the full stable sort they
+    /// replace, on parts with many equal sizes and repeated ids.
+    #[test]
+    fn largest_parts_are_the_head_of_the_stable_sort() {
+        let mut s = Session::new(Agent::ClaudeCode, "s", None, "x".into());
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for i in 0..60 {
+            let mut m = Message::new(format!("m{i}"), Role::Assistant);
+            for _ in 0..next() % 4 {
+                let mut p = Part::empty(format!("p{}", next() % 25), PartKind::Text, "text");
+                p.payload_bytes = next() % 6;
+                m.parts.push(p);
+            }
+            s.messages.push(m);
+        }
+        let mut all: Vec<(usize, usize)> = s
+            .messages
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| (0..m.parts.len()).map(move |k| (i, k)))
+            .collect();
+        let part = |&(i, k): &(usize, usize)| &s.messages[i].parts[k];
+        all.sort_by(|a, b| {
+            let (pa, pb) = (part(a), part(b));
+            pb.payload_bytes
+                .cmp(&pa.payload_bytes)
+                .then(pa.id.cmp(&pb.id))
+        });
+        assert!(all.len() > 50, "{} parts", all.len());
+        for n in 0..all.len() + 2 {
+            let want: Vec<_> = all.iter().copied().take(n).collect();
+            assert_eq!(largest_parts(&s, n), want, "top {n}");
+        }
     }
 }
