@@ -37,18 +37,58 @@ use serde_json::Value;
 /// for every message at once: growing it step by step holds the old table
 /// beside the new one (at 453k messages, 25 MB at the last step instead of
 /// 17 MB).
-fn entries(s: &Session) -> HashMap<&str, (usize, usize)> {
+struct Entries<'a> {
+    map: HashMap<&'a str, (usize, usize)>,
+    /// No uuid of the main file repeats (one entry per main-file message).
+    unique: bool,
+}
+
+fn entries(s: &Session) -> Entries<'_> {
     let mut map: HashMap<&str, (usize, usize)> =
         HashMap::with_capacity_and_hasher(s.messages.len(), Default::default());
+    let mut main = 0;
     for (i, m) in s.messages.iter().enumerate() {
-        if m.line.is_some_and(|l| l.file != 0) {
+        if !in_main(m) {
             continue;
         }
+        main += 1;
         map.entry(m.id.as_str())
             .and_modify(|e| e.1 = i)
             .or_insert((i, i));
     }
-    map
+    let unique = map.len() == main;
+    Entries { map, unique }
+}
+
+/// Whether message `m` is read from the session's main file.
+fn in_main(m: &Message) -> bool {
+    m.line.is_none_or(|l| l.file == 0)
+}
+
+impl<'a> Entries<'a> {
+    fn get(&self, uuid: &str) -> Option<&(usize, usize)> {
+        self.map.get(uuid)
+    }
+
+    fn contains_key(&self, uuid: &str) -> bool {
+        self.map.contains_key(uuid)
+    }
+
+    /// [`Entries::get`], answered without a lookup when `uuid` is the id
+    /// of message `near` of the main file and no uuid repeats (a walk up a
+    /// chain: the parent is most often the previous line, and at 453k
+    /// messages each lookup is a cache miss).
+    fn get_near(&self, s: &Session, uuid: &str, near: Option<usize>) -> Option<(usize, usize)> {
+        if let Some(k) = near.filter(|_| self.unique) {
+            if s.messages
+                .get(k)
+                .is_some_and(|m| in_main(m) && m.id == uuid)
+            {
+                return Some((k, k));
+            }
+        }
+        self.map.get(uuid).copied()
+    }
 }
 
 fn strings(v: Option<&Value>) -> Vec<String> {
@@ -121,7 +161,7 @@ impl View {
 }
 
 /// The marker of each boundary, in message order.
-fn markers(s: &Session, map: &HashMap<&str, (usize, usize)>) -> Vec<Marker> {
+fn markers(s: &Session, map: &Entries<'_>) -> Vec<Marker> {
     let mut resolved: Vec<Marker> = Vec::new();
     for (i, m) in s.messages.iter().enumerate() {
         if m.compaction().is_none() {
@@ -178,11 +218,7 @@ fn sent(m: &Message) -> bool {
 
 /// Indexes of the messages Claude Code sends on resume ([`resolve`]), the
 /// boundaries' preserved messages taken from `markers`.
-fn visible_view(
-    s: &Session,
-    map: &HashMap<&str, (usize, usize)>,
-    markers: &[Marker],
-) -> Vec<usize> {
+fn visible_view(s: &Session, map: &Entries<'_>, markers: &[Marker]) -> Vec<usize> {
     let boundary = s.messages.iter().enumerate().rfind(|(i, m)| {
         m.compaction().is_some() && map.get(m.id.as_str()).map(|e| e.0) == Some(*i)
     });
@@ -222,18 +258,25 @@ fn visible_view(
     // a bit per message instead of a set of ids.
     let mut seen = vec![false; s.messages.len()];
     let mut cur = leaf;
+    // Where `cur` most likely is: the line before the message that names
+    // it as its parent.
+    let mut near: Option<usize> = None;
     while let Some(u) = cur {
-        let Some(&(_, last)) = map.get(u) else { break };
+        let Some((_, last)) = map.get_near(s, u, near) else {
+            break;
+        };
         if std::mem::replace(&mut seen[last], true) {
             break;
         }
         path.push(last);
+        near = last.checked_sub(1);
         let mut parent = s.messages[last].parent_id.as_deref();
         if prunes {
             if Some(u) == head {
                 parent = anchor;
+                near = None;
             } else if let Some(p) = parent {
-                let dropped = match map.get(p) {
+                let dropped = match map.get_near(s, p, near) {
                     None => true,
                     Some(e) => e.0 < bpos && !preserved.iter().any(|x| x == p),
                 };
