@@ -631,3 +631,57 @@ impl SeverityCounts {
         c
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Agent, Message, Role};
+
+    fn session(links: &[(&str, Option<&str>)]) -> Session {
+        let mut s = Session::new(Agent::ClaudeCode, "s", None, "x".into());
+        for (id, parent) in links {
+            let mut m = Message::new(*id, Role::User);
+            m.parent_id = parent.map(Into::into);
+            s.messages.push(m);
+        }
+        s
+    }
+
+    /// What [`Links`] answers from a message's neighbour is what the id
+    /// index answers: with repeated ids, a parent that is the previous
+    /// message but not the first copy of its id leads to the first copy.
+    #[test]
+    fn links_lead_to_the_first_copy_of_each_id() {
+        let s = session(&[
+            ("a", None),
+            ("b", Some("a")),
+            ("a", Some("b")),
+            ("c", Some("a")),
+            ("d", Some("c")),
+            ("e", Some("x")),
+        ]);
+        let f = Facts::new(&s);
+        let l = f.links();
+        let firsts: Vec<usize> = (0..6).map(|i| l.first(i)).collect();
+        assert_eq!(firsts, [0, 1, 0, 3, 4, 5]);
+        let parents: Vec<Parent> = (0..6).map(|i| l.parent(i)).collect();
+        assert_eq!(
+            parents,
+            [
+                Parent::None,
+                Parent::At(0),
+                Parent::At(1),
+                Parent::At(0),
+                Parent::At(3),
+                Parent::Missing
+            ],
+            "c's parent a is the first copy (0), not the copy before it (2)"
+        );
+        // No repeated id: every message is its own first copy.
+        let s = session(&[("a", None), ("b", Some("a")), ("c", Some("a"))]);
+        let f = Facts::new(&s);
+        let l = f.links();
+        assert!((0..3).all(|i| l.is_first(i)));
+        assert_eq!([l.parent(1), l.parent(2)], [Parent::At(0), Parent::At(0)]);
+    }
+}
