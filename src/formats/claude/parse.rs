@@ -274,7 +274,11 @@ impl<'a> Fields<'a> {
         body: &'a [u8],
         scratch: &'a mut Option<String>,
     ) -> serde_json::Result<Fields<'a>> {
-        match serde_json::from_slice::<Fields<'a>>(body) {
+        let typed = match crate::formats::utf8(body) {
+            Some(text) => serde_json::from_str::<Fields<'a>>(text),
+            None => serde_json::from_slice::<Fields<'a>>(body),
+        };
+        match typed {
             Ok(f) => Ok(f),
             Err(e) => {
                 let v: Value = serde_json::from_slice(body).map_err(|_| e)?;

@@ -1597,14 +1597,14 @@ fn envelope(body: &[u8]) -> Option<Envelope<'_>> {
     // The typed read skips what it does not keep at any depth (serde_json
     // checks neither nesting, numbers, UTF-8 nor escapes in what it skips);
     // a line the tree reader refuses must stay refused.
+    let text = crate::formats::utf8(body)?;
     if crate::formats::too_deep(body)
         || crate::formats::number_out_of_range(body)
-        || std::str::from_utf8(body).is_err()
         || crate::formats::may_hold_surrogate_escape(body)
     {
         return None;
     }
-    serde_json::from_slice(body).ok()
+    serde_json::from_str(text).ok()
 }
 
 /// What one line of a rollout gives, read from the line alone (no loader
@@ -1704,7 +1704,11 @@ fn pre_read(body: &[u8], fast: bool, line: LineRef) -> Pre {
     {
         return p;
     }
-    match serde_json::from_slice::<Value>(body) {
+    let tree = match crate::formats::utf8(body) {
+        Some(text) => serde_json::from_str::<Value>(text),
+        None => serde_json::from_slice::<Value>(body),
+    };
+    match tree {
         Ok(v) if v.is_object() => Pre::Tree(v),
         Ok(_) => Pre::Bad("expected a JSON object".to_string()),
         Err(e) => Pre::Bad(format!("invalid JSON: {e}")),
