@@ -1075,6 +1075,48 @@ pub(crate) fn array_items(json: &str) -> Vec<&str> {
 }
 
 #[cfg(test)]
+mod line_check_tests {
+    use super::{may_hold_surrogate_escape, utf8};
+
+    /// Any `\uD800` to `\uDFFF` escape, in any case and wherever it is,
+    /// sends a line to the tree reader; other escapes and the six bytes
+    /// split over the end of the text do not.
+    #[test]
+    fn surrogate_escapes_are_found_in_every_line() {
+        for yes in [
+            r#"{"a":"\ud83d\ude00"}"#,
+            r#"{"a":"x\uDC00"}"#,
+            r#"{"a":1,"b":["\uDbFf"]}"#,
+        ] {
+            // The same line twice: the searcher is shared, not used up.
+            assert!(may_hold_surrogate_escape(yes.as_bytes()), "{yes}");
+            assert!(may_hold_surrogate_escape(yes.as_bytes()), "{yes}");
+        }
+        for no in [
+            r#"{"a":"\u00e9"}"#,
+            r#"{"a":"\\d800"}"#,
+            r#"{"a":"\u"}"#,
+            "\\uD",
+        ] {
+            assert!(!may_hold_surrogate_escape(no.as_bytes()), "{no}");
+        }
+    }
+
+    /// `utf8` agrees with std's check, on text and on bytes that are not UTF-8.
+    #[test]
+    fn utf8_agrees_with_std() {
+        for b in [
+            &b"{\"a\":\"caf\xc3\xa9\"}"[..],
+            b"{\"a\":\"\xad\"}",
+            b"\xf0\x9f\x98",
+            b"",
+        ] {
+            assert_eq!(utf8(b), std::str::from_utf8(b).ok());
+        }
+    }
+}
+
+#[cfg(test)]
 mod depth_tests {
     use super::{too_deep, MAX_DEPTH};
 
