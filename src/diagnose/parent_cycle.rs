@@ -203,4 +203,24 @@ mod tests {
         // "a" has two copies; no parent named before its first copy.
         assert_eq!(risky, ["a"]);
     }
+
+    /// Where the parent is the message just before (answered without a
+    /// lookup), a later copy of the parent id still leads to its first
+    /// copy; with no id repeated, each message is its own first copy.
+    #[test]
+    fn a_parent_just_before_leads_to_its_first_copy() {
+        let s = session(&[
+            ("a", None),
+            ("b", Some("a")),
+            ("a", Some("b")),
+            ("c", Some("a")),
+        ]);
+        let f = Facts::new(&s);
+        assert_eq!(f.links().parent(3), Parent::At(0));
+        let s = session(&[("a", None), ("b", Some("a")), ("c", Some("b"))]);
+        let f = Facts::new(&s);
+        let l = f.links();
+        assert!((0..3).all(|i| l.is_first(i)));
+        assert_eq!([l.parent(1), l.parent(2)], [Parent::At(0), Parent::At(1)]);
+    }
 }
