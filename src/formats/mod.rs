@@ -611,6 +611,16 @@ pub(crate) fn utf8(body: &[u8]) -> Option<&str> {
     simdutf8::basic::from_utf8(body).ok()
 }
 
+/// `T` read from one line: from text when [`utf8`] takes it (no string
+/// checked twice), else from its bytes, as before, so a line that is not
+/// UTF-8 is accepted or refused exactly as serde_json's byte reader does.
+pub(crate) fn from_line<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> serde_json::Result<T> {
+    match utf8(body) {
+        Some(text) => serde_json::from_str(text),
+        None => serde_json::from_slice(body),
+    }
+}
+
 /// Whether `body` may hold a surrogate escape (`\uD800` to `\uDFFF`, any
 /// case): serde_json refuses a lone one in a tree, but a typed reader
 /// skips the strings it does not keep without decoding them, so a text

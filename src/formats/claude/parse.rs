@@ -274,11 +274,7 @@ impl<'a> Fields<'a> {
         body: &'a [u8],
         scratch: &'a mut Option<String>,
     ) -> serde_json::Result<Fields<'a>> {
-        let typed = match crate::formats::utf8(body) {
-            Some(text) => serde_json::from_str::<Fields<'a>>(text),
-            None => serde_json::from_slice::<Fields<'a>>(body),
-        };
-        match typed {
+        match crate::formats::from_line::<Fields<'a>>(body) {
             Ok(f) => Ok(f),
             Err(e) => {
                 let v: Value = serde_json::from_slice(body).map_err(|_| e)?;

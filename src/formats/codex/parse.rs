@@ -1704,11 +1704,7 @@ fn pre_read(body: &[u8], fast: bool, line: LineRef) -> Pre {
     {
         return p;
     }
-    let tree = match crate::formats::utf8(body) {
-        Some(text) => serde_json::from_str::<Value>(text),
-        None => serde_json::from_slice::<Value>(body),
-    };
-    match tree {
+    match crate::formats::from_line::<Value>(body) {
         Ok(v) if v.is_object() => Pre::Tree(v),
         Ok(_) => Pre::Bad("expected a JSON object".to_string()),
         Err(e) => Pre::Bad(format!("invalid JSON: {e}")),
