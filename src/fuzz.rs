@@ -677,6 +677,15 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
                 k += n;
             }
             assert_eq!(k, p.edits.len(), "one change per edit or run");
+            // What `check` asks before it prints a compact command: the
+            // same answer, whatever it leaves out.
+            let answer = |p: &crate::treat::compact::Plan| {
+                (p.fits, p.unreachable.clone(), p.edits.is_empty())
+            };
+            match crate::treat::compact::plan_to_reach(cp, std::borrow::Cow::Borrowed(s), &t) {
+                Ok(r) => assert_eq!(answer(&r), answer(&p), "plan_to_reach\n{}", s.id),
+                Err(e) => panic!("plan_to_reach fails where plan does not\n{}: {e:#}", s.id),
+            }
             p.fits.then_some(p.edits)
         });
         if !write {

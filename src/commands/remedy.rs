@@ -169,7 +169,7 @@ fn reaches(
     session: Cow<'_, Session>,
     target: &crate::treat::compact::Target,
 ) -> Result<(), String> {
-    let p = crate::treat::compact::plan(store.copier(), session, target, None)
+    let p = crate::treat::compact::plan_to_reach(store.copier(), session, target)
         .map_err(|e| format!("{e:#}"))?;
     match (p.unreachable, p.edits.is_empty()) {
         (Some(why), _) => Err(why),
