@@ -680,11 +680,39 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
             // What `check` asks before it prints a compact command: the
             // same answer, whatever it leaves out.
             let answer = |p: &crate::treat::compact::Plan| {
-                (p.fits, p.unreachable.clone(), p.edits.is_empty())
+                (
+                    p.fits,
+                    p.unreachable.is_some(),
+                    p.unreachable.is_none() && p.edits.is_empty(),
+                )
             };
             match crate::treat::compact::plan_to_reach(cp, std::borrow::Cow::Borrowed(s), &t) {
-                Ok(r) => assert_eq!(answer(&r), answer(&p), "plan_to_reach\n{}", s.id),
+                Ok(r) => {
+                    assert_eq!(answer(&r), answer(&p), "plan_to_reach\n{}", s.id);
+                    // A reason of its own only from the floor.
+                    if r.unreachable != p.unreachable {
+                        let why = r.unreachable.as_deref().unwrap_or_default();
+                        assert!(
+                            why.contains("still at least"),
+                            "plan_to_reach: {why}\n{}",
+                            s.id
+                        );
+                    }
+                }
                 Err(e) => panic!("plan_to_reach fails where plan does not\n{}: {e:#}", s.id),
+            }
+            // No state of the plan is under the floor `check` answers from.
+            if let Some(f) =
+                crate::treat::compact::floor_after_every_step(cp, s, &t, p.overhead_tokens)
+            {
+                for x in std::iter::once(&p.before).chain(p.steps.iter().map(|x| &x.after)) {
+                    assert!(
+                        x.tokens_next_turn >= f.tokens_next_turn
+                            && x.request_bytes >= f.request_bytes,
+                        "compact floor {f:?} above a step: {x:?}\n{}",
+                        s.id
+                    );
+                }
             }
             p.fits.then_some(p.edits)
         });

@@ -273,6 +273,10 @@ fn strip_media(s: &Session) -> Vec<Edit> {
     out
 }
 
+/// The fewest characters truncate-tool-output keeps of a tool output
+/// (its cap halves with each older output, down to this).
+const MIN_TOOL_OUTPUT_CAP: usize = 400;
+
 /// Step 2: truncate old completed tool outputs, newest kept longest.
 fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
     let sid = Sym::from(s.id.as_str());
@@ -294,7 +298,7 @@ fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
                 continue;
             }
             used = keep_tokens;
-            let cap = (base_cap >> rank.min(8)).max(400);
+            let cap = (base_cap >> rank.min(8)).max(MIN_TOOL_OUTPUT_CAP);
             rank += 1;
             if tool.output_chars as usize > cap {
                 out.push(edit(
@@ -604,6 +608,113 @@ fn why_unreachable(s: &Session, t: &Target, f: &Figures) -> String {
     why
 }
 
+/// What no step of compact can take the next turn below
+/// ([`floor_after_every_step`]): the figures of the visible messages
+/// counting only the parts no step edits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Floor {
+    /// Tokens of the next turn (estimate plus the agent's overhead).
+    pub tokens_next_turn: u64,
+    /// Request bytes of the next turn (visible history plus headroom).
+    pub request_bytes: u64,
+    /// The newest user message (never cut): its id, tokens and bytes
+    /// counting only its parts no step edits.
+    pub newest_user: Option<(Id, u64, u64)>,
+}
+
+impl Floor {
+    /// Whether a session this far down could fit `t` (tokens within the
+    /// model's usable budget, request within the byte limit): the two
+    /// conditions of [`Figures::fits`] when `t` has no `below_*` goal.
+    pub fn may_fit(&self, t: &Target) -> bool {
+        t.budget
+            .as_ref()
+            .is_none_or(|b| self.tokens_next_turn <= b.usable)
+            && self.request_bytes <= t.max_request_bytes
+    }
+
+    /// Why compact cannot fit `t`, from the floor (`at least`: the steps'
+    /// edited parts count nothing).
+    fn why(&self, t: &Target) -> String {
+        let mut why = format!(
+            "still at least {} tokens and {} request bytes after every step, counting only what no step cuts (usable {} tokens, limit {} bytes)",
+            self.tokens_next_turn,
+            self.request_bytes,
+            t.budget.as_ref().map_or("unknown".to_string(), |b| b.usable.to_string()),
+            t.max_request_bytes
+        );
+        if let Some((id, tokens, bytes)) = &self.newest_user {
+            why.push_str(&format!(
+                "; the newest user message {id} alone is at least {tokens} tokens and {bytes} bytes and is never cut"
+            ));
+        }
+        why
+    }
+}
+
+/// Whether some step of compact's plan for `t` may edit part `p` (see
+/// [`floor_after_every_step`]).
+fn step_may_edit(p: &crate::model::Part, t: &Target) -> bool {
+    !p.media.is_empty()
+        || p.tool
+            .as_ref()
+            .is_some_and(|x| x.output_chars > MIN_TOOL_OUTPUT_CAP as u64)
+        || p.model_chars > t.overflow_budget().saturating_mul(4)
+}
+
+/// A lower bound of the next turn after any steps of compact's plan, found
+/// without applying them (applying re-reads every edited row or line: 0.7 s
+/// of a 1 GB opencode session's `check`). A part counts nothing when some
+/// step may edit it: it holds media (strip-media), a tool output over
+/// [`MIN_TOOL_OUTPUT_CAP`] characters (truncate-tool-output's smallest cap),
+/// or over `4 x overflow budget` characters in all (truncate-text). Every
+/// other part of a visible message counts its figures as they are: no step
+/// edits it, and no step drops a visible message when `t` keeps every turn
+/// (no `keep_turns`, no `below_*` goal, whose loop keeps fewer turns) and
+/// the format cuts by dropping what is outside the view (not
+/// [`Applier::cuts_with_summary`]). `None` otherwise. `overhead` is the
+/// plan's agent overhead (tokens).
+pub fn floor_after_every_step(
+    store: &dyn Applier,
+    s: &Session,
+    t: &Target,
+    overhead: u64,
+) -> Option<Floor> {
+    if t.keep_turns.is_some()
+        || t.goals.below_tokens.is_some()
+        || t.goals.below_history_bytes.is_some()
+        || store.cuts_with_summary()
+    {
+        return None;
+    }
+    let kept = |m: &crate::model::Message| {
+        let (mut chars, mut bytes) = (0u64, 0u64);
+        for p in &m.parts {
+            if !step_may_edit(p, t) {
+                chars = chars.saturating_add(p.model_chars);
+                bytes = bytes.saturating_add(p.wire_bytes);
+            }
+        }
+        (crate::measure::estimate_tokens(chars), bytes)
+    };
+    let (mut tokens, mut wire) = (overhead, 0u64);
+    for &i in &s.visible {
+        let (k, b) = kept(&s.messages[i]);
+        tokens = tokens.saturating_add(k);
+        wire = wire.saturating_add(b);
+    }
+    let newest_user = s.messages.iter().rposition(|m| m.is_prompt()).map(|i| {
+        let m = &s.messages[i];
+        let (k, b) = kept(m);
+        (m.id.clone(), k, b)
+    });
+    Some(Floor {
+        tokens_next_turn: tokens,
+        request_bytes: wire.saturating_add(t.headroom_bytes),
+        newest_user,
+    })
+}
+
 /// Plans the compaction of `s`, measuring each step on the edited model.
 /// A session given by value is edited in place (no copy of it is made; a
 /// borrowed one is copied at the first step that edits it). With
@@ -621,8 +732,12 @@ pub fn plan(
 
 /// [`plan`] asked only whether compact reaches `t` (what `check` asks
 /// before it prints a compact command): the answer is the full plan's
-/// ([`Plan::fits`], [`Plan::unreachable`], whether [`Plan::edits`] is
-/// empty), but its steps and edits may stop short of it. Left out: the
+/// ([`Plan::fits`], whether [`Plan::unreachable`], and when it is not,
+/// whether [`Plan::edits`] is empty), but its steps and edits may stop
+/// short of it. When even the [`floor_after_every_step`] does not fit,
+/// no step is applied: the reason gives the floor's figures (`at least`),
+/// not the full plan's (on the 1 GB opencode session of benches/, the
+/// full plan re-read 23,450 tool output rows to measure them). Left out: the
 /// cut of history that only [`Applier::replays_everything`] asks for (no
 /// finding, no `keep_turns`), once the session fits and an earlier step
 /// edited it. That cut drops only messages outside the agent's view (it
@@ -658,6 +773,16 @@ fn plan_steps(
         overhead_tokens: overhead,
         changes: Vec::new(),
     };
+    // What `check` asks: a session that no steps can bring within `t` is
+    // answered from the floor, without applying any.
+    if to_reach && !plan.fits {
+        if let Some(f) = floor_after_every_step(store, &s, t, overhead) {
+            if !f.may_fit(t) {
+                plan.unreachable = Some(f.why(t));
+                return Ok(plan);
+            }
+        }
+    }
     // The session as edited so far: borrowed until the first step edits it.
     let mut cur = s;
     type StepFn<'a> = Box<dyn Fn(&Session) -> Vec<Edit> + 'a>;
@@ -810,7 +935,6 @@ mod tests {
                         };
                         let full = plan(store.copier(), Cow::Borrowed(&s), &t, None).unwrap();
                         let reach = plan_to_reach(store.copier(), Cow::Borrowed(&s), &t).unwrap();
-                        let answer = |p: &Plan| (p.fits, p.unreachable.clone(), p.edits.is_empty());
                         assert_eq!(answer(&reach), answer(&full), "{name} {max} {strip_media}");
                         compared += 1;
                         if reach.edits.len() < full.edits.len() {
@@ -822,5 +946,168 @@ mod tests {
         }
         assert!(compared >= 40, "{compared} plans compared");
         assert!(shorter > 0, "the cut was never left out");
+    }
+
+    /// What `check` compares of the two plans: whether the session fits,
+    /// whether compact cannot reach it, and (when it can) whether it edits
+    /// anything. The
+    /// reason is the full plan's, or one from the floor (`at least`).
+    fn answer(p: &Plan) -> (bool, bool, bool) {
+        (
+            p.fits,
+            p.unreachable.is_some(),
+            p.unreachable.is_none() && p.edits.is_empty(),
+        )
+    }
+
+    /// Budgets for a session of `tokens` (next turn): none (the byte limit
+    /// alone), two models' (`context x 0.9 - max_output`), and two whose
+    /// tool output budget is one token and whose part cap is large or
+    /// small, so that every older tool output is cut, to caps down to the
+    /// smallest, while the cap of text parts leaves mid-sized ones alone.
+    fn budgets(tokens: u64) -> Vec<Option<Budget>> {
+        let model = |context: u64| {
+            Budget::new(crate::budget::Limits {
+                model: None,
+                context,
+                max_output: 1000,
+                input: None,
+                source: "test".into(),
+            })
+        };
+        let cut_tools = |overflow: u64| Budget {
+            usable: tokens / 2 + 1,
+            tool_output: 1,
+            overflow,
+            ..model(30_000)
+        };
+        vec![
+            None,
+            Some(model(tokens / 2 + 2000)),
+            Some(model(tokens / 4 + 1200)),
+            Some(cut_tools(10_000)),
+            Some(cut_tools(300)),
+        ]
+    }
+
+    /// The floor of [`floor_after_every_step`] is below every state of the
+    /// full plan (before any step and after each) on every session of the
+    /// real fixtures of every format, for limits from roomy to impossible,
+    /// with and without a model budget; every part the plan edits is one
+    /// the floor leaves out, and no message it drops is one the agent
+    /// sends. `plan_to_reach` gives the full plan's answer, from the floor
+    /// where the floor is over the limit (which happens), with the full
+    /// plan's reason otherwise.
+    #[test]
+    fn floor_is_below_every_step_of_the_plan() {
+        use std::borrow::Cow;
+        let root = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures"));
+        let found = crate::formats::discover(&[root]);
+        let (mut sessions, mut by_floor, mut by_plan, mut edited) = (0, 0, 0, 0);
+        for store in &found.stores {
+            let Ok(ids) = store.session_ids() else {
+                continue;
+            };
+            for id in ids {
+                let Ok(s) = store.load(&id) else { continue };
+                sessions += 1;
+                let wire = next_turn(&s, None).wire_bytes;
+                let tokens = next_turn(&s, None).tokens;
+                for max in [
+                    u64::MAX / 2,
+                    wire + 1,
+                    wire / 2,
+                    wire / 4,
+                    160_064,
+                    20_064,
+                    4_064,
+                    100,
+                ] {
+                    for (k, budget) in budgets(tokens).into_iter().enumerate() {
+                        let t = Target {
+                            budget: budget.clone(),
+                            max_request_bytes: max,
+                            headroom_bytes: 64,
+                            keep_turns: None,
+                            goals: Goals::default(),
+                        };
+                        let what = format!("{} {id} {max} budget {k}", store.path().display());
+                        // A fixture whose stored JSON compact cannot edit (hermes
+                        // content that is not JSON) has no plan to compare.
+                        let Ok(full) = plan(store.copier(), Cow::Borrowed(&s), &t, None) else {
+                            continue;
+                        };
+                        // docker-agent cuts by recording a compaction: no floor.
+                        let Some(floor) =
+                            floor_after_every_step(store.copier(), &s, &t, full.overhead_tokens)
+                        else {
+                            assert!(store.copier().cuts_with_summary(), "{what}: no floor");
+                            continue;
+                        };
+                        for f in
+                            std::iter::once(&full.before).chain(full.steps.iter().map(|x| &x.after))
+                        {
+                            assert!(
+                                f.tokens_next_turn >= floor.tokens_next_turn,
+                                "{what}: tokens {} under the floor {}",
+                                f.tokens_next_turn,
+                                floor.tokens_next_turn
+                            );
+                            assert!(
+                                f.request_bytes >= floor.request_bytes,
+                                "{what}: request {} under the floor {}",
+                                f.request_bytes,
+                                floor.request_bytes
+                            );
+                        }
+                        // Each part the plan edits is one the floor leaves out,
+                        // and no message the agent sends is dropped.
+                        for e in &full.edits {
+                            let m = s.messages.iter().position(|m| m.id == e.message_id);
+                            if matches!(e.change, Change::DropMessage) {
+                                assert!(
+                                    m.is_none_or(|i| !s.visible.contains(&i)),
+                                    "{what}: drops visible {}",
+                                    e.message_id
+                                );
+                            }
+                            let part = e.change.part_id().and_then(|pid| {
+                                m.and_then(|i| s.messages[i].parts.iter().find(|p| *p.id == *pid))
+                            });
+                            if let Some(p) = part {
+                                assert!(
+                                    step_may_edit(p, &t),
+                                    "{what}: {} edits part {}",
+                                    e.change.name(),
+                                    p.id
+                                );
+                                edited += 1;
+                            }
+                        }
+                        let reach = plan_to_reach(store.copier(), Cow::Borrowed(&s), &t).unwrap();
+                        assert_eq!(answer(&reach), answer(&full), "{what}");
+                        if reach.unreachable != full.unreachable {
+                            assert!(!floor.may_fit(&t), "{what}");
+                            assert!(
+                                reach
+                                    .unreachable
+                                    .as_deref()
+                                    .unwrap_or_default()
+                                    .contains("still at least"),
+                                "{what}"
+                            );
+                            by_floor += 1;
+                        } else if full.unreachable.is_some() {
+                            by_plan += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(sessions >= 20, "{sessions} sessions");
+        assert!(by_floor > 0, "the floor never answered");
+        // Both ways of answering ran, and the plans edited parts to compare.
+        assert!(by_plan > 0, "the full plan never answered unreachable");
+        assert!(edited > 100, "{edited} edited parts compared");
     }
 }
