@@ -8,7 +8,7 @@ use super::field;
 use super::parse::{finish, parse_line, problem_id, read_line_at};
 use crate::edit::{truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::{Id, Message, ProblemKind, Session};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::{json, Value};
@@ -56,8 +56,30 @@ fn strip_blocks(blocks: &mut [Value], placeholder: &str) {
     }
 }
 
-/// Applies a content change to one line. Errors name what the line lacks.
+/// What [`edit_line`] answers when a change names a content block this
+/// line does not hold (no `message.content`, or no block at that index):
+/// another stored copy of the same uuid may hold it (the change was planned
+/// on that copy), so the line is left as it is. [`apply_owned`] checks that
+/// some copy held it.
+const NOT_IN_THIS_COPY: &str = "this copy holds no such content block";
+
+/// Whether line `v` holds content block `k` (a string content is block 0).
+fn holds_block(v: &Value, k: usize) -> bool {
+    match v.pointer("/message/content") {
+        Some(Value::String(_)) => k == 0,
+        Some(Value::Array(a)) => k < a.len(),
+        _ => false,
+    }
+}
+
+/// Applies a content change to one line. Errors name what the line lacks
+/// ([`NOT_IN_THIS_COPY`] for a block it does not hold).
 fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> {
+    if let Change::StripMedia { part_id, .. } | Change::Truncate { part_id, .. } = change {
+        if block_index(part_id).is_some_and(|k| !holds_block(v, k)) {
+            return Err(NOT_IN_THIS_COPY.into());
+        }
+    }
     match change {
         Change::Session(_) => {
             Err("Claude Code stores no session rows: session-level changes do not apply".into())
@@ -347,8 +369,12 @@ pub fn write_file(
                 let mut v: Value =
                     line_value(body).with_context(|| format!("{}: line {n}", src.display()))?;
                 for c in changes {
-                    edit_line(&mut v, c)
-                        .map_err(|e| anyhow!("{}: line {n} ({uuid}): {e}", src.display()))?;
+                    match edit_line(&mut v, c) {
+                        Err(e) if e != NOT_IN_THIS_COPY => {
+                            bail!("{}: line {n} ({uuid}): {e}", src.display())
+                        }
+                        _ => {}
+                    }
                 }
                 w.write_all(serialize(&v, buf.last() == Some(&b'\n')).as_bytes())?;
             }
@@ -371,8 +397,14 @@ type EditJob<'a> = (usize, &'a str, &'a [&'a Change]);
 
 /// Message `i` of `out` (a copy of `id`) as `changes` leave its line:
 /// re-read from its file (or its kept JSON), edited, measured and parsed
-/// again; it keeps the edited JSON.
-fn edited_message(out: &Session, i: usize, id: &str, changes: &[&Change]) -> Result<Message> {
+/// again; it keeps the edited JSON. With it, which of `changes` this copy
+/// held (a change to a content block it lacks is left to another copy).
+fn edited_message(
+    out: &Session,
+    i: usize,
+    id: &str,
+    changes: &[&Change],
+) -> Result<(Message, Vec<bool>)> {
     let m = &out.messages[i];
     let line = m.line.ok_or_else(|| anyhow!("message {id} has no line"))?;
     let path = &out.files[line.file];
@@ -383,9 +415,13 @@ fn edited_message(out: &Session, i: usize, id: &str, changes: &[&Change]) -> Res
             line_value(&bytes).with_context(|| format!("{}: line {}", path.display(), line.line))?
         }
     };
+    let mut held = Vec::with_capacity(changes.len());
     for c in changes {
-        edit_line(&mut v, c)
-            .map_err(|e| anyhow!("{}: line {} ({id}): {e}", path.display(), line.line))?;
+        match edit_line(&mut v, c) {
+            Ok(()) => held.push(true),
+            Err(e) if e == NOT_IN_THIS_COPY => held.push(false),
+            Err(e) => bail!("{}: line {} ({id}): {e}", path.display(), line.line),
+        }
     }
     let mut new_line = line;
     new_line.bytes = serialize(&v, true).len() as u64;
@@ -393,7 +429,7 @@ fn edited_message(out: &Session, i: usize, id: &str, changes: &[&Change]) -> Res
         .ok_or_else(|| anyhow!("{}: line {} lost its uuid", path.display(), line.line))?;
     nm.parent_optional |= m.parent_optional;
     nm.rare_mut().raw = Some(v);
-    Ok(nm)
+    Ok((nm, held))
 }
 
 /// [`apply`] in place, on a session the caller gives up.
@@ -419,16 +455,44 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
         }
         jobs.extend(idx.into_iter().map(|i| Ok((i, *id, changes.as_slice()))));
     }
-    let edited: Vec<Result<(usize, Message)>> = jobs
+    type Edited<'a> = (usize, &'a str, &'a [&'a Change], Message, Vec<bool>);
+    let edited: Vec<Result<Edited<'_>>> = jobs
         .into_par_iter()
         .map(|job| {
             let (i, id, changes) = job?;
-            edited_message(&out, i, id, changes).map(|m| (i, m))
+            edited_message(&out, i, id, changes).map(|(m, held)| (i, id, changes, m, held))
         })
         .collect();
+    // Each change of an id is held by some copy of it (the copies of an
+    // id are next to each other here).
+    let unheld = |id: &str, changes: &[&Change], any: &[bool]| -> Result<()> {
+        match changes.iter().zip(any).find(|(_, &h)| !h) {
+            Some((c, _)) => bail!(
+                "message {id}: no stored copy holds the content block of {} {}",
+                c.name(),
+                c.part_id().unwrap_or_default()
+            ),
+            None => Ok(()),
+        }
+    };
+    let mut last: Option<(&str, &[&Change], Vec<bool>)> = None;
     for e in edited {
-        let (i, m) = e?;
+        let (i, id, changes, m, held) = e?;
         out.messages[i] = m;
+        match &mut last {
+            Some((lid, _, any)) if *lid == id => {
+                any.iter_mut().zip(&held).for_each(|(a, h)| *a |= h)
+            }
+            _ => {
+                if let Some((lid, lch, any)) = last.take() {
+                    unheld(lid, lch, &any)?;
+                }
+                last = Some((id, changes, held));
+            }
+        }
+    }
+    if let Some((lid, lch, any)) = last {
+        unheld(lid, lch, &any)?;
     }
     // (file, id) of the copies kept, only for ids whose later copies go
     // (not a copy of every id of the session).
