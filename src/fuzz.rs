@@ -701,6 +701,25 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
                 }
                 Err(e) => panic!("plan_to_reach fails where plan does not\n{}: {e:#}", s.id),
             }
+            // Strip-media applied is never over the ceiling `check` answers from.
+            let strip = crate::treat::compact::strip_media_edits(s);
+            if !strip.is_empty() {
+                if let Ok(done) = cp.apply(s, &strip) {
+                    let nt = crate::sizing::next_turn(&done, Some(p.overhead_tokens));
+                    let (tokens, wire) = crate::treat::compact::ceiling_after_strip_media(
+                        s,
+                        &strip,
+                        p.overhead_tokens,
+                    );
+                    assert!(
+                        tokens >= nt.tokens && wire >= nt.wire_bytes,
+                        "compact ceiling ({tokens}, {wire}) under strip-media ({}, {})\n{}",
+                        nt.tokens,
+                        nt.wire_bytes,
+                        s.id
+                    );
+                }
+            }
             // No state of the plan is under the floor `check` answers from.
             if let Some(f) =
                 crate::treat::compact::floor_after_every_step(cp, s, &t, p.overhead_tokens)

@@ -208,14 +208,20 @@ pub struct Plan {
 /// describes hundreds of thousands of lines).
 pub type Describe<'a> = dyn Fn(&Session, &[Edit], &mut Vec<StoredChange>) + 'a;
 
+/// Whether a next turn of `tokens` (overhead included) and `wire_bytes` of
+/// visible history (headroom excluded) fits `t`: within the model's usable
+/// tokens, under the `below_*` goals, and with the headroom within the
+/// request limit.
+fn fits_target(t: &Target, tokens: u64, wire_bytes: u64) -> bool {
+    t.budget.as_ref().is_none_or(|b| tokens <= b.usable)
+        && t.goals.below_tokens.is_none_or(|b| tokens < b)
+        && t.goals.below_history_bytes.is_none_or(|b| wire_bytes < b)
+        && wire_bytes.saturating_add(t.headroom_bytes) <= t.max_request_bytes
+}
+
 fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figures {
     let nt = next_turn(s, Some(overhead));
     let request_bytes = nt.wire_bytes.saturating_add(t.headroom_bytes);
-    let tokens_ok = t.budget.as_ref().is_none_or(|b| nt.tokens <= b.usable)
-        && t.goals.below_tokens.is_none_or(|b| nt.tokens < b)
-        && t.goals
-            .below_history_bytes
-            .is_none_or(|b| nt.wire_bytes < b);
     Figures {
         tokens_estimated: nt.tokens_estimated,
         tokens_next_turn: nt.tokens,
@@ -226,7 +232,7 @@ fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figu
         messages: s.messages.len(),
         visible_messages: s.visible.len(),
         parts_changed,
-        fits: tokens_ok && request_bytes <= t.max_request_bytes,
+        fits: fits_target(t, nt.tokens, nt.wire_bytes),
     }
 }
 
@@ -715,6 +721,68 @@ pub fn floor_after_every_step(
     })
 }
 
+/// Strip-media's edits of `s` (step 1 of the plan), for checks of
+/// [`ceiling_after_strip_media`].
+pub fn strip_media_edits(s: &Session) -> Vec<Edit> {
+    strip_media(s)
+}
+
+/// Characters and bytes [`ceiling_after_strip_media`] adds to a stripped
+/// part beyond its placeholder: room for what a format writes around it.
+const STRIP_SLACK: (u64, u64) = (16, 64);
+
+/// An upper bound of the next turn after strip-media's `edits` (what
+/// [`strip_media`] gives for `s`), found without applying them (applying
+/// re-reads and re-parses every line that held media: 0.46 s of a 1 GB
+/// Claude Code transcript's `check`): `(tokens, wire bytes)`, the agent's
+/// `overhead` tokens included, the headroom not. A stripped part counts its
+/// characters plus its placeholder's, and its bytes less its media's
+/// encoded bytes (which the wire counts as base64) plus the placeholder's,
+/// each with [`STRIP_SLACK`]; every other part as it is. Strip-media
+/// changes no other part and drops no message.
+pub fn ceiling_after_strip_media(s: &Session, edits: &[Edit], overhead: u64) -> (u64, u64) {
+    let mut stripped: rustc_hash::FxHashMap<&str, Vec<(&str, &str)>> = Default::default();
+    for e in edits {
+        if let Change::StripMedia {
+            part_id,
+            placeholder,
+        } = &e.change
+        {
+            stripped
+                .entry(e.message_id.as_str())
+                .or_default()
+                .push((&**part_id, &**placeholder));
+        }
+    }
+    let (mut tokens, mut wire) = (overhead, 0u64);
+    for &i in &s.visible {
+        let m = &s.messages[i];
+        let Some(parts) = stripped.get(m.id.as_str()) else {
+            tokens = tokens.saturating_add(m.tokens_estimated());
+            wire = wire.saturating_add(m.wire_bytes());
+            continue;
+        };
+        let mut chars = 0u64;
+        for p in &m.parts {
+            let (mut c, mut b) = (p.model_chars, p.wire_bytes);
+            if let Some((_, text)) = parts.iter().find(|(id, _)| **id == *p.id) {
+                let encoded: u64 = p.media.iter().map(|x| x.encoded_bytes).sum();
+                c = c
+                    .saturating_add(text.chars().count() as u64)
+                    .saturating_add(STRIP_SLACK.0);
+                b = b
+                    .saturating_sub(encoded)
+                    .saturating_add(text.len() as u64)
+                    .saturating_add(STRIP_SLACK.1);
+            }
+            chars = chars.saturating_add(c);
+            wire = wire.saturating_add(b);
+        }
+        tokens = tokens.saturating_add(estimate_tokens(chars));
+    }
+    (tokens, wire)
+}
+
 /// Plans the compaction of `s`, measuring each step on the edited model.
 /// A session given by value is edited in place (no copy of it is made; a
 /// borrowed one is copied at the first step that edits it). With
@@ -737,7 +805,9 @@ pub fn plan(
 /// short of it. When even the [`floor_after_every_step`] does not fit,
 /// no step is applied: the reason gives the floor's figures (`at least`),
 /// not the full plan's (on the 1 GB opencode session of benches/, the
-/// full plan re-read 23,450 tool output rows to measure them). Left out: the
+/// full plan re-read 23,450 tool output rows to measure them). When the
+/// [`ceiling_after_strip_media`] fits and no later step is asked for, the
+/// answer is "reaches" with strip-media's edits, none applied. Left out: the
 /// cut of history that only [`Applier::replays_everything`] asks for (no
 /// finding, no `keep_turns`), once the session fits and an earlier step
 /// edited it. That cut drops only messages outside the agent's view (it
@@ -783,6 +853,24 @@ fn plan_steps(
             }
         }
     }
+    // And one that strip-media alone surely brings within `t` (no later
+    // step asked for, so none runs once it fits), without applying it.
+    let always = store.replays_everything();
+    if to_reach
+        && (!plan.fits || t.goals.strip_media || always)
+        && !t.goals.cut_history
+        && t.keep_turns.is_none()
+    {
+        let edits = strip_media(&s);
+        if !edits.is_empty() {
+            let (tokens, wire) = ceiling_after_strip_media(&s, &edits, overhead);
+            if fits_target(t, tokens, wire) {
+                plan.fits = true;
+                plan.edits = edits;
+                return Ok(plan);
+            }
+        }
+    }
     // The session as edited so far: borrowed until the first step edits it.
     let mut cur = s;
     type StepFn<'a> = Box<dyn Fn(&Session) -> Vec<Edit> + 'a>;
@@ -804,7 +892,6 @@ fn plan_steps(
             }),
         ),
     ];
-    let always = store.replays_everything();
     for (name, step) in steps {
         let asked = (name == "strip-media" && t.goals.strip_media)
             || (name == "cut-history" && (t.goals.cut_history || t.keep_turns.is_some()));
@@ -995,15 +1082,18 @@ mod tests {
     /// real fixtures of every format, for limits from roomy to impossible,
     /// with and without a model budget; every part the plan edits is one
     /// the floor leaves out, and no message it drops is one the agent
-    /// sends. `plan_to_reach` gives the full plan's answer, from the floor
-    /// where the floor is over the limit (which happens), with the full
-    /// plan's reason otherwise.
+    /// sends. The ceiling of [`ceiling_after_strip_media`] is over the
+    /// figures of strip-media applied. `plan_to_reach` gives the full
+    /// plan's answer: from the floor where the floor is over the limit, from
+    /// the ceiling where it fits (both happen), with the full plan's reason
+    /// otherwise.
     #[test]
-    fn floor_is_below_every_step_of_the_plan() {
+    fn floor_and_ceiling_bound_the_plan() {
         use std::borrow::Cow;
         let root = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures"));
         let found = crate::formats::discover(&[root]);
         let (mut sessions, mut by_floor, mut by_plan, mut edited) = (0, 0, 0, 0);
+        let (mut stripped, mut by_ceiling) = (0, 0);
         for store in &found.stores {
             let Ok(ids) = store.session_ids() else {
                 continue;
@@ -1013,6 +1103,23 @@ mod tests {
                 sessions += 1;
                 let wire = next_turn(&s, None).wire_bytes;
                 let tokens = next_turn(&s, None).tokens;
+                // The ceiling after strip-media is over its applied figures.
+                let strip = strip_media(&s);
+                let overhead = agent_overhead(&s);
+                if !strip.is_empty() {
+                    if let Ok(done) = store.copier().apply(&s, &strip) {
+                        let nt = next_turn(&done, Some(overhead));
+                        let (c_tokens, c_wire) = ceiling_after_strip_media(&s, &strip, overhead);
+                        assert!(
+                            c_tokens >= nt.tokens && c_wire >= nt.wire_bytes,
+                            "{} {id}: ceiling ({c_tokens}, {c_wire}) under ({}, {})",
+                            store.path().display(),
+                            nt.tokens,
+                            nt.wire_bytes
+                        );
+                        stripped += 1;
+                    }
+                }
                 for max in [
                     u64::MAX / 2,
                     wire + 1,
@@ -1086,6 +1193,9 @@ mod tests {
                         }
                         let reach = plan_to_reach(store.copier(), Cow::Borrowed(&s), &t).unwrap();
                         assert_eq!(answer(&reach), answer(&full), "{what}");
+                        if reach.fits && reach.steps.is_empty() && !reach.edits.is_empty() {
+                            by_ceiling += 1;
+                        }
                         if reach.unreachable != full.unreachable {
                             assert!(!floor.may_fit(&t), "{what}");
                             assert!(
@@ -1109,5 +1219,7 @@ mod tests {
         // Both ways of answering ran, and the plans edited parts to compare.
         assert!(by_plan > 0, "the full plan never answered unreachable");
         assert!(edited > 100, "{edited} edited parts compared");
+        assert!(stripped >= 3, "{stripped} sessions stripped");
+        assert!(by_ceiling > 0, "the ceiling never answered");
     }
 }
