@@ -702,7 +702,7 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
                 Err(e) => panic!("plan_to_reach fails where plan does not\n{}: {e:#}", s.id),
             }
             // Strip-media applied is never over the ceiling `check` answers from.
-            let strip = crate::treat::compact::strip_media_edits(s);
+            let strip = crate::treat::compact::strip_media(s);
             if !strip.is_empty() {
                 if let Ok(done) = cp.apply(s, &strip) {
                     let nt = crate::sizing::next_turn(&done, Some(p.overhead_tokens));

@@ -246,7 +246,7 @@ fn edit(sid: &Sym, message_id: impl Into<Id>, change: Change) -> Edit {
 }
 
 /// Step 1: strip historical media.
-fn strip_media(s: &Session) -> Vec<Edit> {
+pub(crate) fn strip_media(s: &Session) -> Vec<Edit> {
     let sid = Sym::from(s.id.as_str());
     let mut out = Vec::new();
     for i in media_before_newest(s) {
@@ -629,14 +629,11 @@ pub struct Floor {
 }
 
 impl Floor {
-    /// Whether a session this far down could fit `t` (tokens within the
-    /// model's usable budget, request within the byte limit): the two
-    /// conditions of [`Figures::fits`] when `t` has no `below_*` goal.
+    /// Whether a session this far down could fit `t`: [`Figures::fits`]'s
+    /// conditions on the floor's figures.
     pub fn may_fit(&self, t: &Target) -> bool {
-        t.budget
-            .as_ref()
-            .is_none_or(|b| self.tokens_next_turn <= b.usable)
-            && self.request_bytes <= t.max_request_bytes
+        let history = self.request_bytes.saturating_sub(t.headroom_bytes);
+        fits_target(t, self.tokens_next_turn, history)
     }
 
     /// Why compact cannot fit `t`, from the floor (`at least`: the steps'
@@ -719,12 +716,6 @@ pub fn floor_after_every_step(
         request_bytes: wire.saturating_add(t.headroom_bytes),
         newest_user,
     })
-}
-
-/// Strip-media's edits of `s` (step 1 of the plan), for checks of
-/// [`ceiling_after_strip_media`].
-pub fn strip_media_edits(s: &Session) -> Vec<Edit> {
-    strip_media(s)
 }
 
 /// Characters and bytes [`ceiling_after_strip_media`] adds to a stripped
@@ -1037,8 +1028,8 @@ mod tests {
 
     /// What `check` compares of the two plans: whether the session fits,
     /// whether compact cannot reach it, and (when it can) whether it edits
-    /// anything. The
-    /// reason is the full plan's, or one from the floor (`at least`).
+    /// anything. The reason is the full plan's, or one from the floor
+    /// (`at least`).
     fn answer(p: &Plan) -> (bool, bool, bool) {
         (
             p.fits,

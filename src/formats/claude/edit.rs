@@ -455,44 +455,32 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
         }
         jobs.extend(idx.into_iter().map(|i| Ok((i, *id, changes.as_slice()))));
     }
-    type Edited<'a> = (usize, &'a str, &'a [&'a Change], Message, Vec<bool>);
+    type Edited<'a> = (usize, &'a str, Message, Vec<bool>);
     let edited: Vec<Result<Edited<'_>>> = jobs
         .into_par_iter()
         .map(|job| {
             let (i, id, changes) = job?;
-            edited_message(&out, i, id, changes).map(|(m, held)| (i, id, changes, m, held))
+            edited_message(&out, i, id, changes).map(|(m, held)| (i, id, m, held))
         })
         .collect();
-    // Each change of an id is held by some copy of it (the copies of an
-    // id are next to each other here).
-    let unheld = |id: &str, changes: &[&Change], any: &[bool]| -> Result<()> {
-        match changes.iter().zip(any).find(|(_, &h)| !h) {
-            Some((c, _)) => bail!(
+    // Which changes of each id some copy of it held.
+    let mut held: HashMap<&str, Vec<bool>> = HashMap::default();
+    for e in edited {
+        let (i, id, m, h) = e?;
+        out.messages[i] = m;
+        let any = held.entry(id).or_insert_with(|| vec![false; h.len()]);
+        any.iter_mut().zip(&h).for_each(|(a, h)| *a |= h);
+    }
+    // Each change is held by some copy (in the plan's order).
+    for (id, changes) in &plan.content {
+        let any = held.get(*id).map(Vec::as_slice).unwrap_or_default();
+        if let Some((c, _)) = changes.iter().zip(any).find(|(_, &h)| !h) {
+            bail!(
                 "message {id}: no stored copy holds the content block of {} {}",
                 c.name(),
                 c.part_id().unwrap_or_default()
-            ),
-            None => Ok(()),
+            );
         }
-    };
-    let mut last: Option<(&str, &[&Change], Vec<bool>)> = None;
-    for e in edited {
-        let (i, id, changes, m, held) = e?;
-        out.messages[i] = m;
-        match &mut last {
-            Some((lid, _, any)) if *lid == id => {
-                any.iter_mut().zip(&held).for_each(|(a, h)| *a |= h)
-            }
-            _ => {
-                if let Some((lid, lch, any)) = last.take() {
-                    unheld(lid, lch, &any)?;
-                }
-                last = Some((id, changes, held));
-            }
-        }
-    }
-    if let Some((lid, lch, any)) = last {
-        unheld(lid, lch, &any)?;
     }
     // (file, id) of the copies kept, only for ids whose later copies go
     // (not a copy of every id of the session).
