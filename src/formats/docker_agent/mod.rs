@@ -10,7 +10,7 @@
 //!   `cost`, `model` and `usage_json`.
 //!
 //! The db is always read through a [`Snapshot`] (its `-wal` included) and
-//! never written; copies are made with the backup API and edited there. A
+//! never written; copies are byte copies of the snapshot, edited there. A
 //! session is one `sessions` row (or an embedded legacy sub-session); its
 //! messages are its items in docker-agent's order, ids `session_items.id`
 //! (`json[k]` in a legacy array). Items are streamed into figures
