@@ -453,9 +453,7 @@ impl Snapshot {
                 fsx::unregister(&side(&tmp, sfx));
             }
         };
-        let res = (|| -> Result<()> {
-            self.copy_file_into(&mut file, &tmp)?;
-            drop(file);
+        let edit_and_check = || -> Result<()> {
             let mut dst = Connection::open(&tmp)
                 .with_context(|| format!("{}: cannot open the copy", tmp.display()))?;
             let txn = dst.transaction()?;
@@ -468,7 +466,19 @@ impl Snapshot {
                 .map_err(|e| anyhow!("the copy fails its check and was removed: {e:#}"))?;
             dst.close().map_err(|(_, e)| e)?;
             Ok(())
-        })();
+        };
+        let res = self.copy_file_into(&mut file, &tmp).and_then(|()| {
+            // The copied bytes go to disk while SQLite edits and checks the
+            // copy, so that the sync before the rename ([`fsx::Staged::commit`])
+            // waits only for what the edits wrote.
+            std::thread::scope(|sc| {
+                let flush = sc.spawn(|| file.sync_data());
+                let checked = edit_and_check();
+                let _ = flush.join();
+                checked
+            })
+        });
+        drop(file);
         cleanup_sides();
         res?;
         if replace {
