@@ -201,6 +201,11 @@ impl MessageRows {
         self.session.messages.is_empty()
     }
 
+    /// The id of each message, in stored order (what [`MessageRow::id`] holds).
+    pub fn ids(&self) -> impl Iterator<Item = &str> + '_ {
+        self.session.messages.iter().map(|m| m.id.as_str())
+    }
+
     /// The row of each message, in stored order, made as it is asked for.
     pub fn iter(&self) -> impl Iterator<Item = MessageRow> + '_ {
         self.session.messages.iter().enumerate().map(|(i, m)| {

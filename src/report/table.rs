@@ -622,10 +622,90 @@ impl TableExporter {
     /// `paint(col, row)` colours a cell. Lines end without spaces.
     fn grid(
         &self,
+        cols: Vec<Col>,
+        steps: &[Step],
+        total_row: bool,
+        paint: &dyn Fn(usize, usize) -> Option<Color>,
+    ) -> String {
+        self.grid_with(cols, steps, total_row, paint, false)
+    }
+
+    /// The table of the rows of `rows` (a session's messages) as
+    /// [`TableExporter::grid`] lays out `build` of all of them at once, made
+    /// `chunk` rows at a time: the widest cell of every form of every
+    /// column, and the least width of an id column (`Give::Wrap`), are
+    /// measured over every chunk first; then each chunk is built again and
+    /// rendered with those widths, every column fixed to its fitted width,
+    /// the header only above the first. What is held at once is one
+    /// chunk's cells, not the cells of every message (the 1 GB opencode
+    /// session of benches/, 197,400 messages: 1.1 GB peak RSS as one
+    /// table).
+    fn grid_chunked(
+        &self,
+        rows: &MessageRows,
+        chunk: usize,
+        build: &dyn Fn(&[MessageRow]) -> Vec<Col>,
+        steps: &[Step],
+    ) -> String {
+        let none = &|_: usize, _: usize| None;
+        let chunk = chunk.max(1);
+        if rows.len() <= chunk {
+            let ms: Vec<MessageRow> = rows.iter().collect();
+            return self.grid(build(&ms), steps, false, none);
+        }
+        let chunks = || {
+            let mut it = rows.iter();
+            std::iter::from_fn(move || {
+                let v: Vec<MessageRow> = it.by_ref().take(chunk).collect();
+                (!v.is_empty()).then_some(v)
+            })
+        };
+        let mut naturals: Vec<Vec<usize>> = Vec::new();
+        let mut gives: Vec<Give> = Vec::new();
+        for ms in chunks() {
+            let cols = build(&ms);
+            if naturals.is_empty() {
+                naturals = cols.iter().map(|c| c.naturals.clone()).collect();
+                gives = cols.iter().map(|c| c.give).collect();
+                continue;
+            }
+            for (k, c) in cols.iter().enumerate() {
+                for (a, &b) in naturals[k].iter_mut().zip(&c.naturals) {
+                    *a = (*a).max(b);
+                }
+                if let (Give::Wrap(a), Give::Wrap(b)) = (&mut gives[k], c.give) {
+                    *a = (*a).max(b);
+                }
+            }
+        }
+        let mut out = String::new();
+        for (n, ms) in chunks().enumerate() {
+            let mut cols = build(&ms);
+            for (k, c) in cols.iter_mut().enumerate() {
+                c.naturals.clone_from(&naturals[k]);
+                c.give = gives[k];
+            }
+            let part = self.grid_with(cols, steps, false, none, true);
+            // Every chunk's table starts with the header and its rule.
+            let body = if n == 0 {
+                part.as_str()
+            } else {
+                part.splitn(3, '\n').nth(2).unwrap_or("")
+            };
+            out.push_str(body);
+        }
+        out
+    }
+
+    /// [`TableExporter::grid`]; `fixed`: every column is exactly its fitted
+    /// width, however wide its cells here are (a chunk of a longer table).
+    fn grid_with(
+        &self,
         mut cols: Vec<Col>,
         steps: &[Step],
         total_row: bool,
         paint: &dyn Fn(usize, usize) -> Option<Color>,
+        fixed: bool,
     ) -> String {
         fit(&mut cols, steps, self.width);
         let rows = cols.first().map_or(0, |c| c.cells().len());
@@ -676,7 +756,7 @@ impl TableExporter {
             if c.right {
                 col.set_cell_alignment(CellAlignment::Right);
             }
-            if matches!(c.give, Give::Wrap(_)) && c.limit.is_some() {
+            if fixed || (matches!(c.give, Give::Wrap(_)) && c.limit.is_some()) {
                 let w = u16::try_from(c.width()).unwrap_or(u16::MAX);
                 col.set_constraint(ColumnConstraint::Absolute(Width::Fixed(
                     w.saturating_add(pad),
@@ -693,6 +773,173 @@ impl TableExporter {
         out
     }
 }
+
+impl TableExporter {
+    /// [`Exporter::inspect`], the message table rendered `chunk` rows at a
+    /// time ([`TableExporter::grid_chunked`]).
+    fn inspect_in_chunks(&self, sessions: &[InspectSession], chunk: usize) -> String {
+        let mut out = String::new();
+        for s in sessions {
+            out.push_str(&self.wrap(
+                "",
+                "  ",
+                &format!(
+                    "{} session {} ({}): {} messages, {} visible to the model",
+                    s.agent,
+                    s.id,
+                    s.source,
+                    thousands(s.messages.len() as u64),
+                    thousands(s.visible_messages as u64)
+                ),
+            ));
+            let uniq = unique_prefixes(s.messages.ids());
+            // A table needs every row at once (column widths): a session of
+            // more than `chunk` messages is laid out from the widths of
+            // every row, then rendered `chunk` rows at a time.
+            let build = |ms: &[MessageRow]| -> Vec<Col> {
+                let short_ids = column(ms, |m| clean(&short_id(&m.id, &uniq, 8)));
+                let parent = |m: &MessageRow| m.parent_id.clone().unwrap_or_else(|| "-".into());
+                let kinds = |m: &MessageRow| {
+                    let mut kinds: Vec<(&str, usize)> = Vec::new();
+                    for p in &m.parts {
+                        match kinds.iter_mut().find(|(k, _)| *k == p.kind) {
+                            Some((_, n)) => *n += 1,
+                            None => kinds.push((&p.kind, 1)),
+                        }
+                    }
+                    kinds
+                        .iter()
+                        .map(|(k, n)| {
+                            if *n > 1 {
+                                format!("{k}x{n}")
+                            } else {
+                                k.to_string()
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                let media = |m: &MessageRow, f: fn(u64) -> String| {
+                    if m.media_count == 0 {
+                        "-".to_string()
+                    } else {
+                        format!("{} ({})", f(m.media_bytes), m.media_count)
+                    }
+                };
+                vec![
+                    Col::new("#", column(ms, |m| m.index.to_string())).right(),
+                    Col::new("message", column(ms, |m| clean(&m.id)))
+                        .or("message", short_ids.clone())
+                        .give(Give::Wrap(id_min(&short_ids, 20, 10))),
+                    Col::new("role", column(ms, |m| clean(&m.role))).give(Give::Cut(5)),
+                    Col::new("parent", column(ms, |m| clean(&parent(m))))
+                        .or(
+                            "parent",
+                            column(ms, |m| clean(&short_id(&parent(m), &uniq, 8))),
+                        )
+                        .give(Give::Wrap(10)),
+                    Col::new("created (UTC)", column(ms, |m| timestamp(m.time_created)))
+                        .or("created (UTC)", column(ms, |m| time_to(m.time_created, 19)))
+                        .or("created", column(ms, |m| time_to(m.time_created, 16)))
+                        .or("created", column(ms, |m| month_day_time(m.time_created))),
+                    Col::new("stored B", column(ms, |m| thousands(m.payload_bytes)))
+                        .right()
+                        .or("stored", column(ms, |m| human_bytes(m.payload_bytes))),
+                    Col::new("media B (n)", column(ms, |m| media(m, thousands)))
+                        .right()
+                        .or("media", column(ms, |m| media(m, human_bytes))),
+                    Col::new("est tok", column(ms, |m| thousands(m.tokens_estimated))).right(),
+                    Col::new(
+                        "in/out/reas/cr/cw",
+                        column(ms, |m| {
+                            let u = &m.tokens_reported;
+                            format!(
+                                "{}/{}/{}/{}/{}",
+                                thousands(u.input),
+                                thousands(u.output),
+                                thousands(u.reasoning),
+                                thousands(u.cache_read),
+                                thousands(u.cache_write)
+                            )
+                        }),
+                    )
+                    .right()
+                    .or(
+                        "rep tok",
+                        column(ms, |m| thousands(tokens(&m.tokens_reported))),
+                    ),
+                    Col::new("parts", column(ms, |m| clean(&kinds(m)))).give(Give::Cut(8)),
+                    Col::new("flags", column(ms, |m| m.flags.join(" "))).give(Give::Wrap(9)),
+                ]
+            };
+            let steps = [
+                Step::Next(4),
+                Step::Next(8),
+                Step::Shrink(9),
+                Step::Next(1),
+                Step::Next(3),
+                Step::Next(5),
+                Step::Next(6),
+                Step::Next(4),
+                Step::Drop(3),
+                Step::Drop(9),
+                Step::Drop(6),
+                Step::Drop(8),
+                Step::Next(4),
+                Step::Shrink(10),
+                Step::Shrink(2),
+                Step::Shrink(1),
+                Step::Drop(7),
+                Step::Drop(4),
+            ];
+            out.push_str(&self.grid_chunked(&s.messages, chunk, &build, &steps));
+            if let Some(top) = &s.top_parts {
+                let ids = unique_prefixes(top.iter().map(|p| p.id.as_str()));
+                let cols = vec![
+                    Col::new("part", column(top, |p| clean(&p.id)))
+                        .or("part", column(top, |p| clean(&short_id(&p.id, &ids, 8))))
+                        .give(Give::Wrap(10)),
+                    Col::new("message", column(top, |p| clean(&p.message_id)))
+                        .or(
+                            "message",
+                            column(top, |p| clean(&short_id(&p.message_id, &uniq, 8))),
+                        )
+                        .give(Give::Wrap(10)),
+                    Col::new("kind", column(top, |p| clean(&p.kind))).give(Give::Cut(6)),
+                    Col::new("stored B", column(top, |p| thousands(p.payload_bytes)))
+                        .right()
+                        .or("stored", column(top, |p| human_bytes(p.payload_bytes))),
+                    Col::new("media B", column(top, |p| thousands(p.media_bytes)))
+                        .right()
+                        .or("media", column(top, |p| human_bytes(p.media_bytes))),
+                    Col::new("est tok", column(top, |p| thousands(p.tokens_estimated))).right(),
+                    Col::new(
+                        "tool",
+                        column(top, |p| clean(p.tool.as_deref().unwrap_or(""))),
+                    )
+                    .give(Give::Cut(6)),
+                ];
+                let steps = [
+                    Step::Next(0),
+                    Step::Next(1),
+                    Step::Next(3),
+                    Step::Next(4),
+                    Step::Shrink(6),
+                    Step::Shrink(0),
+                    Step::Shrink(1),
+                    Step::Drop(6),
+                ];
+                out.push_str("largest parts:\n");
+                out.push_str(&self.grid(cols, &steps, false, &|_, _| None));
+            }
+        }
+        out
+    }
+}
+
+/// Messages of an `inspect` table rendered at a time
+/// ([`TableExporter::grid_chunked`]).
+const INSPECT_CHUNK: usize = 4096;
 
 /// `1 session`, `2 sessions`.
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -1043,160 +1290,7 @@ impl Exporter for TableExporter {
     }
 
     fn inspect(&self, sessions: &[InspectSession], _problems: &Problems) -> String {
-        let mut out = String::new();
-        for s in sessions {
-            out.push_str(&self.wrap(
-                "",
-                "  ",
-                &format!(
-                    "{} session {} ({}): {} messages, {} visible to the model",
-                    s.agent,
-                    s.id,
-                    s.source,
-                    thousands(s.messages.len() as u64),
-                    thousands(s.visible_messages as u64)
-                ),
-            ));
-            // A table needs every row at once (column widths); the JSON
-            // exporter streams them instead.
-            let ms: &[MessageRow] = &s.messages.iter().collect::<Vec<_>>();
-            let uniq = unique_prefixes(ms.iter().map(|m| m.id.as_str()));
-            let short_ids = column(ms, |m| clean(&short_id(&m.id, &uniq, 8)));
-            let parent = |m: &MessageRow| m.parent_id.clone().unwrap_or_else(|| "-".into());
-            let kinds = |m: &MessageRow| {
-                let mut kinds: Vec<(&str, usize)> = Vec::new();
-                for p in &m.parts {
-                    match kinds.iter_mut().find(|(k, _)| *k == p.kind) {
-                        Some((_, n)) => *n += 1,
-                        None => kinds.push((&p.kind, 1)),
-                    }
-                }
-                kinds
-                    .iter()
-                    .map(|(k, n)| {
-                        if *n > 1 {
-                            format!("{k}x{n}")
-                        } else {
-                            k.to_string()
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
-            let media = |m: &MessageRow, f: fn(u64) -> String| {
-                if m.media_count == 0 {
-                    "-".to_string()
-                } else {
-                    format!("{} ({})", f(m.media_bytes), m.media_count)
-                }
-            };
-            let cols = vec![
-                Col::new("#", column(ms, |m| m.index.to_string())).right(),
-                Col::new("message", column(ms, |m| clean(&m.id)))
-                    .or("message", short_ids.clone())
-                    .give(Give::Wrap(id_min(&short_ids, 20, 10))),
-                Col::new("role", column(ms, |m| clean(&m.role))).give(Give::Cut(5)),
-                Col::new("parent", column(ms, |m| clean(&parent(m))))
-                    .or(
-                        "parent",
-                        column(ms, |m| clean(&short_id(&parent(m), &uniq, 8))),
-                    )
-                    .give(Give::Wrap(10)),
-                Col::new("created (UTC)", column(ms, |m| timestamp(m.time_created)))
-                    .or("created (UTC)", column(ms, |m| time_to(m.time_created, 19)))
-                    .or("created", column(ms, |m| time_to(m.time_created, 16)))
-                    .or("created", column(ms, |m| month_day_time(m.time_created))),
-                Col::new("stored B", column(ms, |m| thousands(m.payload_bytes)))
-                    .right()
-                    .or("stored", column(ms, |m| human_bytes(m.payload_bytes))),
-                Col::new("media B (n)", column(ms, |m| media(m, thousands)))
-                    .right()
-                    .or("media", column(ms, |m| media(m, human_bytes))),
-                Col::new("est tok", column(ms, |m| thousands(m.tokens_estimated))).right(),
-                Col::new(
-                    "in/out/reas/cr/cw",
-                    column(ms, |m| {
-                        let u = &m.tokens_reported;
-                        format!(
-                            "{}/{}/{}/{}/{}",
-                            thousands(u.input),
-                            thousands(u.output),
-                            thousands(u.reasoning),
-                            thousands(u.cache_read),
-                            thousands(u.cache_write)
-                        )
-                    }),
-                )
-                .right()
-                .or(
-                    "rep tok",
-                    column(ms, |m| thousands(tokens(&m.tokens_reported))),
-                ),
-                Col::new("parts", column(ms, |m| clean(&kinds(m)))).give(Give::Cut(8)),
-                Col::new("flags", column(ms, |m| m.flags.join(" "))).give(Give::Wrap(9)),
-            ];
-            let steps = [
-                Step::Next(4),
-                Step::Next(8),
-                Step::Shrink(9),
-                Step::Next(1),
-                Step::Next(3),
-                Step::Next(5),
-                Step::Next(6),
-                Step::Next(4),
-                Step::Drop(3),
-                Step::Drop(9),
-                Step::Drop(6),
-                Step::Drop(8),
-                Step::Next(4),
-                Step::Shrink(10),
-                Step::Shrink(2),
-                Step::Shrink(1),
-                Step::Drop(7),
-                Step::Drop(4),
-            ];
-            out.push_str(&self.grid(cols, &steps, false, &|_, _| None));
-            if let Some(top) = &s.top_parts {
-                let ids = unique_prefixes(top.iter().map(|p| p.id.as_str()));
-                let cols = vec![
-                    Col::new("part", column(top, |p| clean(&p.id)))
-                        .or("part", column(top, |p| clean(&short_id(&p.id, &ids, 8))))
-                        .give(Give::Wrap(10)),
-                    Col::new("message", column(top, |p| clean(&p.message_id)))
-                        .or(
-                            "message",
-                            column(top, |p| clean(&short_id(&p.message_id, &uniq, 8))),
-                        )
-                        .give(Give::Wrap(10)),
-                    Col::new("kind", column(top, |p| clean(&p.kind))).give(Give::Cut(6)),
-                    Col::new("stored B", column(top, |p| thousands(p.payload_bytes)))
-                        .right()
-                        .or("stored", column(top, |p| human_bytes(p.payload_bytes))),
-                    Col::new("media B", column(top, |p| thousands(p.media_bytes)))
-                        .right()
-                        .or("media", column(top, |p| human_bytes(p.media_bytes))),
-                    Col::new("est tok", column(top, |p| thousands(p.tokens_estimated))).right(),
-                    Col::new(
-                        "tool",
-                        column(top, |p| clean(p.tool.as_deref().unwrap_or(""))),
-                    )
-                    .give(Give::Cut(6)),
-                ];
-                let steps = [
-                    Step::Next(0),
-                    Step::Next(1),
-                    Step::Next(3),
-                    Step::Next(4),
-                    Step::Shrink(6),
-                    Step::Shrink(0),
-                    Step::Shrink(1),
-                    Step::Drop(6),
-                ];
-                out.push_str("largest parts:\n");
-                out.push_str(&self.grid(cols, &steps, false, &|_, _| None));
-            }
-        }
-        out
+        self.inspect_in_chunks(sessions, INSPECT_CHUNK)
     }
 
     fn check(&self, sessions: &[CheckSession], _problems: &Problems) -> String {
@@ -1678,6 +1772,77 @@ impl TableExporter {
 mod tests {
     use super::*;
     use crate::edit::StoredChange;
+
+    /// A session of `n` messages whose cells differ in width from row to
+    /// row (ids, parents, sizes, usage, part kinds, media), so that a
+    /// chunk's widest cell is not every chunk's.
+    fn varied_session(n: usize) -> crate::model::Session {
+        use crate::model::{Agent, Message, Part, PartKind, Role, Session, Usage};
+        let mut s = Session::new(Agent::ClaudeCode, "s", None, "x.jsonl".into());
+        for i in 0..n {
+            let role = if i % 3 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            let mut m = Message::new(format!("m{i}{}", "x".repeat(i * 7 % 23)), role);
+            if i > 0 {
+                m.parent_id = Some(format!("m{}", i - 1).into());
+            }
+            m.time_created = 1_700_000_000_000 + (i as i64) * 61_001;
+            m.info_bytes = (i as u64 * 7919).pow(2) % 10_000_019;
+            if i % 4 == 1 {
+                m.set_usage(Usage {
+                    input: (i as u64).pow(3),
+                    output: i as u64 * 13,
+                    ..Default::default()
+                });
+            }
+            for k in 0..(i % 4) {
+                let kind = if k % 2 == 0 {
+                    PartKind::Text
+                } else {
+                    PartKind::Tool
+                };
+                let mut p = Part::empty(
+                    format!("p{i}.{k}"),
+                    kind,
+                    if k % 2 == 0 { "text" } else { "tool" },
+                );
+                p.payload_bytes = (i * 31 + k) as u64 * 1_000;
+                p.model_chars = (i * 17) as u64;
+                m.parts.push(p);
+            }
+            s.messages.push(m);
+        }
+        s.visible = (0..n).filter(|i| i % 5 != 0).collect();
+        s
+    }
+
+    /// The message table of `inspect` made 7 (or 1, or 50) rows at a time
+    /// is the table made at once, byte for byte, at every width the layout
+    /// gives way at.
+    #[test]
+    fn an_inspect_table_made_in_chunks_is_the_table_made_at_once() {
+        let s = || {
+            vec![super::super::rows::inspect_session(
+                varied_session(60),
+                Some(3),
+            )]
+        };
+        for width in [None, Some(60), Some(90), Some(120), Some(160), Some(400)] {
+            let t = TableExporter::new(false, width);
+            let whole = t.inspect_in_chunks(&s(), usize::MAX);
+            assert!(whole.lines().count() > 60, "{whole}");
+            for chunk in [1, 7, 50] {
+                assert_eq!(
+                    t.inspect_in_chunks(&s(), chunk),
+                    whole,
+                    "width {width:?}, chunk {chunk}"
+                );
+            }
+        }
+    }
 
     fn change(i: usize) -> StoredChange {
         StoredChange {
