@@ -30,6 +30,9 @@ pub fn run(a: &InspectArgs) -> Result<ExitCode> {
         .flatten()
         .collect();
     e.progress.finish();
-    emit_with(|out| exporter(a.common.format).write_inspect(&sessions, &e.problems, out))?;
+    // On the worker pool: the table of a huge session is made on every core.
+    e.install(|| {
+        emit_with(|out| exporter(a.common.format).write_inspect(&sessions, &e.problems, out))
+    })?;
     Ok(finish(a.common.format, &e.problems, HEALTHY))
 }

@@ -208,7 +208,17 @@ impl MessageRows {
 
     /// The row of each message, in stored order, made as it is asked for.
     pub fn iter(&self) -> impl Iterator<Item = MessageRow> + '_ {
-        self.session.messages.iter().enumerate().map(|(i, m)| {
+        self.range(0..self.len())
+    }
+
+    /// The rows of the messages at `range` (indexes in stored order; a
+    /// range past the end gives the rows up to it).
+    pub fn range(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = MessageRow> + '_ {
+        let end = range.end.min(self.len());
+        let start = range.start.min(end);
+        let ms = self.session.messages.get(start..end).unwrap_or_default();
+        ms.iter().enumerate().map(move |(k, m)| {
+            let i = start + k;
             let visible = self.visible.get(i).copied().unwrap_or(false);
             MessageRow {
                 index: i,

@@ -630,71 +630,90 @@ impl TableExporter {
         self.grid_with(cols, steps, total_row, paint, false)
     }
 
-    /// The table of the rows of `rows` (a session's messages) as
-    /// [`TableExporter::grid`] lays out `build` of all of them at once, made
-    /// `chunk` rows at a time: the widest cell of every form of every
-    /// column, and the least width of an id column (`Give::Wrap`), are
-    /// measured over every chunk first; then each chunk is built again and
-    /// rendered with those widths, every column fixed to its fitted width,
-    /// the header only above the first. What is held at once is one
-    /// chunk's cells, not the cells of every message (the 1 GB opencode
-    /// session of benches/, 197,400 messages: 1.1 GB peak RSS as one
-    /// table).
+    /// Writes to `out` the table of `rows` (a session's messages) that
+    /// [`TableExporter::grid`] lays out from `build` of all of them at
+    /// once, made `chunk` rows at a time: the widest cell of every form of
+    /// every column, and the least width of an id column (`Give::Wrap`),
+    /// are measured over every chunk first; then each chunk is built again
+    /// and rendered with those widths, every column fixed to its fitted
+    /// width, the header only above the first. Chunks are made on every
+    /// core of the current rayon pool, two per core at a time, and written
+    /// in order. What is held at once is those chunks' cells and text, not
+    /// the cells of every message (the 1 GB opencode session of benches/,
+    /// 197,400 messages, held 1.1 GB at its peak as one table). Errors:
+    /// `out`'s.
     fn grid_chunked(
         &self,
         rows: &MessageRows,
         chunk: usize,
-        build: &dyn Fn(&[MessageRow]) -> Vec<Col>,
+        build: &(dyn Fn(&[MessageRow]) -> Vec<Col> + Sync),
         steps: &[Step],
-    ) -> String {
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        use rayon::prelude::*;
         let none = &|_: usize, _: usize| None;
-        let chunk = chunk.max(1);
-        if rows.len() <= chunk {
+        let (n, chunk) = (rows.len(), chunk.max(1));
+        if n <= chunk {
             let ms: Vec<MessageRow> = rows.iter().collect();
-            return self.grid(build(&ms), steps, false, none);
+            return out.write_all(self.grid(build(&ms), steps, false, none).as_bytes());
         }
-        let chunks = || {
-            let mut it = rows.iter();
-            std::iter::from_fn(move || {
-                let v: Vec<MessageRow> = it.by_ref().take(chunk).collect();
-                (!v.is_empty()).then_some(v)
-            })
+        let ranges: Vec<std::ops::Range<usize>> = (0..n)
+            .step_by(chunk)
+            .map(|a| a..a.saturating_add(chunk).min(n))
+            .collect();
+        let cols_of = |r: &std::ops::Range<usize>| {
+            let ms: Vec<MessageRow> = rows.range(r.clone()).collect();
+            build(&ms)
         };
-        let mut naturals: Vec<Vec<usize>> = Vec::new();
-        let mut gives: Vec<Give> = Vec::new();
-        for ms in chunks() {
-            let cols = build(&ms);
-            if naturals.is_empty() {
-                naturals = cols.iter().map(|c| c.naturals.clone()).collect();
-                gives = cols.iter().map(|c| c.give).collect();
-                continue;
-            }
-            for (k, c) in cols.iter().enumerate() {
-                for (a, &b) in naturals[k].iter_mut().zip(&c.naturals) {
-                    *a = (*a).max(b);
+        // Widths first: per chunk, then the widest of all.
+        let measured: Vec<(Vec<Vec<usize>>, Vec<Give>)> = ranges
+            .par_iter()
+            .map(|r| {
+                let cols = cols_of(r);
+                (
+                    cols.iter().map(|c| c.naturals.clone()).collect(),
+                    cols.iter().map(|c| c.give).collect(),
+                )
+            })
+            .collect();
+        let mut all = measured.into_iter();
+        let (mut naturals, mut gives) = all.next().unwrap_or_default();
+        for (ns, gs) in all {
+            for (a, b) in naturals.iter_mut().zip(ns) {
+                for (x, y) in a.iter_mut().zip(b) {
+                    *x = (*x).max(y);
                 }
-                if let (Give::Wrap(a), Give::Wrap(b)) = (&mut gives[k], c.give) {
-                    *a = (*a).max(b);
+            }
+            for (a, b) in gives.iter_mut().zip(gs) {
+                if let (Give::Wrap(x), Give::Wrap(y)) = (a, b) {
+                    *x = (*x).max(y);
                 }
             }
         }
-        let mut out = String::new();
-        for (n, ms) in chunks().enumerate() {
-            let mut cols = build(&ms);
-            for (k, c) in cols.iter_mut().enumerate() {
-                c.naturals.clone_from(&naturals[k]);
-                c.give = gives[k];
+        // Then the rows, a few chunks per core at a time, written in order.
+        let ranges: Vec<(usize, std::ops::Range<usize>)> = ranges.into_iter().enumerate().collect();
+        for batch in ranges.chunks(rayon::current_num_threads().saturating_mul(2).max(1)) {
+            let parts: Vec<String> = batch
+                .par_iter()
+                .map(|(k, r)| {
+                    let mut cols = cols_of(r);
+                    for ((c, ns), g) in cols.iter_mut().zip(&naturals).zip(&gives) {
+                        c.naturals.clone_from(ns);
+                        c.give = *g;
+                    }
+                    let part = self.grid_with(cols, steps, false, none, true);
+                    // Every chunk's table starts with the header and its rule.
+                    match k {
+                        0 => part,
+                        _ => part.splitn(3, '\n').nth(2).unwrap_or("").to_string(),
+                    }
+                })
+                .collect();
+            for p in parts {
+                out.write_all(p.as_bytes())?;
             }
-            let part = self.grid_with(cols, steps, false, none, true);
-            // Every chunk's table starts with the header and its rule.
-            let body = if n == 0 {
-                part.as_str()
-            } else {
-                part.splitn(3, '\n').nth(2).unwrap_or("")
-            };
-            out.push_str(body);
         }
-        out
+        Ok(())
     }
 
     /// [`TableExporter::grid`]; `fixed`: every column is exactly its fitted
@@ -778,20 +797,36 @@ impl TableExporter {
     /// [`Exporter::inspect`], the message table rendered `chunk` rows at a
     /// time ([`TableExporter::grid_chunked`]).
     fn inspect_in_chunks(&self, sessions: &[InspectSession], chunk: usize) -> String {
-        let mut out = String::new();
+        let mut v = Vec::new();
+        // Writing to a Vec cannot fail.
+        let _ = self.inspect_to(sessions, chunk, &mut v);
+        String::from_utf8_lossy(&v).into_owned()
+    }
+
+    /// [`TableExporter::inspect_in_chunks`] written to `out` as it is made.
+    /// Errors: `out`'s.
+    fn inspect_to(
+        &self,
+        sessions: &[InspectSession],
+        chunk: usize,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
         for s in sessions {
-            out.push_str(&self.wrap(
-                "",
-                "  ",
-                &format!(
-                    "{} session {} ({}): {} messages, {} visible to the model",
-                    s.agent,
-                    s.id,
-                    s.source,
-                    thousands(s.messages.len() as u64),
-                    thousands(s.visible_messages as u64)
-                ),
-            ));
+            out.write_all(
+                self.wrap(
+                    "",
+                    "  ",
+                    &format!(
+                        "{} session {} ({}): {} messages, {} visible to the model",
+                        s.agent,
+                        s.id,
+                        s.source,
+                        thousands(s.messages.len() as u64),
+                        thousands(s.visible_messages as u64)
+                    ),
+                )
+                .as_bytes(),
+            )?;
             let uniq = unique_prefixes(s.messages.ids());
             // A table needs every row at once (column widths): a session of
             // more than `chunk` messages is laid out from the widths of
@@ -892,7 +927,7 @@ impl TableExporter {
                 Step::Drop(7),
                 Step::Drop(4),
             ];
-            out.push_str(&self.grid_chunked(&s.messages, chunk, &build, &steps));
+            self.grid_chunked(&s.messages, chunk, &build, &steps, out)?;
             if let Some(top) = &s.top_parts {
                 let ids = unique_prefixes(top.iter().map(|p| p.id.as_str()));
                 let cols = vec![
@@ -929,11 +964,11 @@ impl TableExporter {
                     Step::Shrink(1),
                     Step::Drop(6),
                 ];
-                out.push_str("largest parts:\n");
-                out.push_str(&self.grid(cols, &steps, false, &|_, _| None));
+                out.write_all(b"largest parts:\n")?;
+                out.write_all(self.grid(cols, &steps, false, &|_, _| None).as_bytes())?;
             }
         }
-        out
+        Ok(())
     }
 }
 
@@ -1291,6 +1326,16 @@ impl Exporter for TableExporter {
 
     fn inspect(&self, sessions: &[InspectSession], _problems: &Problems) -> String {
         self.inspect_in_chunks(sessions, INSPECT_CHUNK)
+    }
+
+    /// Written as it is made: a huge session's table is never one string.
+    fn write_inspect(
+        &self,
+        sessions: &[InspectSession],
+        _problems: &Problems,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        self.inspect_to(sessions, INSPECT_CHUNK, out)
     }
 
     fn check(&self, sessions: &[CheckSession], _problems: &Problems) -> String {
