@@ -371,6 +371,35 @@ fn healthy_real_sessions_have_nothing_at_warning_or_above() {
     }
 }
 
+/// A session no edit changes is copied as it is (the kernel's file copy,
+/// `formats::copy_unchanged`): every copied file is the original's bytes,
+/// sub-agent files included, in the same layout.
+#[test]
+fn repair_of_healthy_sessions_writes_identical_copies() {
+    for (src, sessions) in [(gen("multi"), 1), (cc("claude-code-log"), 3)] {
+        let out = tempfile::tempdir().unwrap();
+        let doc = json(&[
+            "repair",
+            "--format",
+            "json",
+            p(&src.join("projects")),
+            "--out",
+            p(out.path()),
+        ]);
+        assert!(doc["changes"].as_array().unwrap().is_empty(), "{doc:#}");
+        let copies = doc["copies"].as_array().unwrap();
+        assert!(copies.len() >= sessions, "{doc:#}");
+        assert!(copies.iter().all(|c| c["written"] == true), "{doc:#}");
+        let copied = snapshot(&out.path().join("projects"));
+        let originals = snapshot(&src.join("projects"));
+        let files: Vec<&String> = copied.keys().filter(|k| k.ends_with(".jsonl")).collect();
+        assert!(!files.is_empty(), "{copied:?}");
+        for f in files {
+            assert_eq!(copied.get(f), originals.get(f), "{f}");
+        }
+    }
+}
+
 #[test]
 fn bad_lines_are_unreadable_with_their_line_and_the_rest_is_read() {
     let t = tempfile::tempdir().unwrap();

@@ -193,6 +193,32 @@ pub fn copy_mode(src: &Path) -> u32 {
     }
 }
 
+/// Copies the first `len` bytes of `src` into `out` (the staged file
+/// `shown`) as they are: the copy of a file no edit changes. `std::io::copy`
+/// of a `Take<File>` into a `File` is the kernel's file copy on Linux
+/// (`copy_file_range`), not a read and a write of every line. Errors name
+/// the file.
+pub fn copy_unchanged(src: &Path, len: u64, out: &mut std::fs::File, shown: &Path) -> Result<()> {
+    use anyhow::Context;
+    use std::io::Read;
+    let f =
+        crate::fsx::open_regular(src).with_context(|| format!("{}: cannot open", src.display()))?;
+    let copied = std::io::copy(&mut f.take(len), out).with_context(|| {
+        format!(
+            "{}: cannot copy into {} (is the disk full?)",
+            src.display(),
+            shown.display()
+        )
+    })?;
+    if copied != len {
+        anyhow::bail!(
+            "{}: {copied} bytes read where {len} were loaded (the file was cut meanwhile)",
+            src.display()
+        );
+    }
+    Ok(())
+}
+
 /// The current size of `path` (bytes), for a writer that runs without a load.
 pub fn complete_len(path: &Path) -> Result<u64> {
     Ok(crate::fsx::ensure_regular(path)

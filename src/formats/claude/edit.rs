@@ -335,6 +335,10 @@ pub fn write_file(
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let (staged, mut file) = crate::fsx::Staged::file(target)?;
     let plan = Plan::new(edits);
+    if plan.content.is_empty() && plan.drop.is_empty() && plan.drop_copies.is_empty() {
+        crate::formats::copy_unchanged(src, len, &mut file, staged.path())?;
+        return Ok(staged);
+    }
     let f =
         crate::fsx::open_regular(src).with_context(|| format!("{}: cannot open", src.display()))?;
     let mut r = std::io::BufReader::with_capacity(1 << 20, f.take(len));

@@ -475,6 +475,11 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
 pub fn write_copy(src: &Path, len: u64, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
     let plans = plan_lines(edits)?;
     let (staged, mut file) = crate::fsx::Staged::file(dest)?;
+    if plans.drops.is_empty() && plans.edits.is_empty() {
+        crate::formats::copy_unchanged(src, len, &mut file, staged.path())?;
+        drop(file);
+        return staged.commit(crate::formats::copy_mode(src), replace);
+    }
     let f =
         crate::fsx::open_regular(src).with_context(|| format!("{}: cannot open", src.display()))?;
     let mut r = BufReader::with_capacity(1 << 20, f.take(len));
