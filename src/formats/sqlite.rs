@@ -21,9 +21,10 @@
 //!
 //! Copies are the snapshot's file copied byte for byte (a rollback-mode
 //! source under SQLite's read lock, [`Snapshot::copy_file_into`]) into a
-//! staged file in the destination folder, edited there, checkpointed (no `-wal` is left beside
-//! the copy), checked with `PRAGMA integrity_check`, and only then moved into
-//! place; a copy that fails the check is removed and reported.
+//! staged file in the destination folder, edited there, checkpointed (no
+//! `-wal` is left beside the copy), checked with `PRAGMA integrity_check`,
+//! and only then moved into place; a copy that fails the check is removed
+//! and reported.
 
 use crate::fsx;
 use anyhow::{anyhow, bail, Context, Result};
@@ -430,8 +431,8 @@ impl Snapshot {
     }
 
     /// Writes a verified copy of the snapshot to `dest`: its bytes copied
-    /// ([`Snapshot::copy_file_into`]) into a
-    /// staged file beside `dest`, `edit` run in one transaction on it,
+    /// ([`Snapshot::copy_file_into`]) into a staged file beside `dest`
+    /// (synced on a second thread meanwhile), `edit` run in one transaction on it,
     /// checkpointed, `PRAGMA integrity_check`ed, then moved into place
     /// (`replace`: `dest` is a previous copy that may be replaced). Stale
     /// `-wal`/`-shm`/`-journal` beside a replaced copy are removed first
