@@ -194,7 +194,8 @@ pub fn copy_mode(src: &Path) -> u32 {
 }
 
 /// Copies the first `len` bytes of `src` into `out` (the staged file
-/// `shown`) as they are: the copy of a file no edit changes. `std::io::copy`
+/// `shown`) as they are: the copy of a file no edit changes (or of a
+/// database snapshot, edited after). `std::io::copy`
 /// of a `Take<File>` into a `File` is the kernel's file copy on Linux
 /// (`copy_file_range`), not a read and a write of every line. Errors name
 /// the file.
@@ -212,7 +213,7 @@ pub fn copy_unchanged(src: &Path, len: u64, out: &mut std::fs::File, shown: &Pat
     })?;
     if copied != len {
         anyhow::bail!(
-            "{}: {copied} bytes read where {len} were loaded (the file was cut meanwhile)",
+            "{}: {copied} bytes copied where {len} were expected (the file was cut meanwhile)",
             src.display()
         );
     }

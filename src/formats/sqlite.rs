@@ -417,15 +417,9 @@ impl Snapshot {
             }
             ReadMode::Immutable | ReadMode::Private => None,
         };
-        let mut src = fsx::open_regular(&self.read_path)
-            .with_context(|| format!("{}: cannot open", self.source.display()))?;
-        std::io::copy(&mut src, out).with_context(|| {
-            format!(
-                "{}: cannot copy into {} (is the disk full?)",
-                self.source.display(),
-                tmp.display()
-            )
-        })?;
+        let len = crate::formats::complete_len(&self.read_path)?;
+        crate::formats::copy_unchanged(&self.read_path, len, out, tmp)
+            .with_context(|| format!("{}: cannot copy", self.source.display()))?;
         drop(locked);
         Ok(())
     }

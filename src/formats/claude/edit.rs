@@ -293,6 +293,11 @@ struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
+    /// No line is dropped or changed: the copy is the source's bytes.
+    fn changes_nothing(&self) -> bool {
+        self.content.is_empty() && self.drop.is_empty() && self.drop_copies.is_empty()
+    }
+
     fn new(edits: &[&'a Edit]) -> Plan<'a> {
         let mut p = Plan::default();
         for e in edits {
@@ -335,7 +340,7 @@ pub fn write_file(
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let (staged, mut file) = crate::fsx::Staged::file(target)?;
     let plan = Plan::new(edits);
-    if plan.content.is_empty() && plan.drop.is_empty() && plan.drop_copies.is_empty() {
+    if plan.changes_nothing() {
         crate::formats::copy_unchanged(src, len, &mut file, staged.path())?;
         return Ok(staged);
     }
