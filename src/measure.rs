@@ -48,15 +48,23 @@ pub fn parse_data_url(url: &str, filename: Option<&str>) -> Option<Media> {
 /// tolerated; undecodable data counts with its estimated decoded size
 /// (`len * 3 / 4`) and the hash of the raw text.
 pub fn media_from_base64(mime: &str, data: &str, filename: Option<&str>) -> Media {
-    // Most data has no line breaks: borrowed, not copied.
-    let cleaned: std::borrow::Cow<'_, str> = if data.bytes().any(|b| b.is_ascii_whitespace()) {
-        data.chars().filter(|c| !c.is_ascii_whitespace()).collect()
-    } else {
-        data.into()
-    };
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(cleaned.as_bytes())
-        .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(cleaned.as_bytes()));
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+    // Most data is padded and has no line breaks: decoded as it is, with no
+    // scan for whitespace first (the decoder refuses whitespace, so data
+    // that holds some fails here and is cleaned below).
+    let first = STANDARD.decode(data.as_bytes());
+    let cleaned: std::borrow::Cow<'_, str> =
+        if first.is_err() && data.bytes().any(|b| b.is_ascii_whitespace()) {
+            data.chars().filter(|c| !c.is_ascii_whitespace()).collect()
+        } else {
+            data.into()
+        };
+    let decoded = first
+        .or_else(|e| match &cleaned {
+            std::borrow::Cow::Owned(c) => STANDARD.decode(c.as_bytes()),
+            std::borrow::Cow::Borrowed(_) => Err(e),
+        })
+        .or_else(|_| STANDARD_NO_PAD.decode(cleaned.as_bytes()));
     let (decoded_bytes, sha256) = match decoded {
         Ok(bytes) => (bytes.len() as u64, sha256_hex(&bytes)),
         Err(_) => (
@@ -117,5 +125,34 @@ mod tests {
         assert_eq!(m.sha256, sha256_hex(b"hello"));
         assert!(parse_data_url("file:///x.png", None).is_none());
         assert!(parse_data_url("data:text/plain,hello", None).is_none());
+    }
+
+    /// Padded or not, with line breaks or not, base64 data gives the
+    /// decoded size and hash; data that is not base64 gives the estimate
+    /// and the hash of its text without whitespace.
+    #[test]
+    fn base64_media_is_decoded_whatever_its_padding_and_line_breaks() {
+        let hello = sha256_hex(b"hello");
+        for data in [
+            "aGVsbG8=",
+            "aGVsbG8",
+            "aGVs\nbG8=",
+            "aGVs\r\nbG8",
+            " aGVsbG8= ",
+        ] {
+            let m = media_from_base64("image/png", data, None);
+            assert_eq!(
+                (m.decoded_bytes, m.sha256.as_str()),
+                (5, hello.as_str()),
+                "{data:?}"
+            );
+            assert_eq!(m.encoded_bytes, data.len() as u64);
+        }
+        for (data, text) in [("aGV!bG8=", "aGV!bG8="), ("aGV!\nbG8=", "aGV!bG8=")] {
+            let m = media_from_base64("", data, None);
+            assert_eq!(m.decoded_bytes, text.len() as u64 * 3 / 4, "{data:?}");
+            assert_eq!(m.sha256, sha256_hex(text.as_bytes()), "{data:?}");
+            assert_eq!(m.mime, "application/octet-stream");
+        }
     }
 }
