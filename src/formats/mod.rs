@@ -769,7 +769,7 @@ fn masks(block: &[u8; 64]) -> Masks {
 /// [`deep_walk`]'s answer taken 64 bytes at a time, or `None` when `body`
 /// holds a backslash outside its strings (not JSON), which the walk reads
 /// differently. Per block: where quotes, backslashes and brackets are (bit
-/// masks the compiler vectorizes), which bytes a backslash escapes (each
+/// masks, [`masks`]), which bytes a backslash escapes (each
 /// run of backslashes escapes the byte after it when its length is odd),
 /// which bytes are inside strings (a prefix XOR of the unescaped quotes:
 /// from an opening quote up to its closing one), and then the brackets
@@ -777,8 +777,8 @@ fn masks(block: &[u8; 64]) -> Masks {
 /// past [`MAX_DEPTH`] and whose closing ones cannot take it below 0 is
 /// counted whole; others are walked bracket by bracket. Long lines of code
 /// and logs, with a bracket or an escape every few bytes, took most of
-/// `too_deep`'s time in the walk (5% of `check` of a 1 GB Claude Code
-/// transcript).
+/// `too_deep`'s time in the walk: `too_deep` was 5.9% of the samples of
+/// `check` of a 1 GB Claude Code transcript, and is 2.2% by blocks.
 fn deep_by_blocks(body: &[u8]) -> Option<bool> {
     let mut depth = 0usize;
     // The first byte of the next block is escaped (a run of odd length
