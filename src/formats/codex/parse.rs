@@ -566,6 +566,80 @@ enum Total<'a> {
     Tree(&'a Value),
 }
 
+/// A `total_token_usage` in the shape Codex writes: an object of these
+/// counts (any of them absent), each a JSON integer from 0 to `u64::MAX`,
+/// read without building a tree. Any other shape (another or a repeated
+/// key, a null, a negative or fractional number) fails this read and is
+/// read as a tree; two totals of this shape are equal exactly when their
+/// trees are.
+#[derive(serde::Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+struct FlatTotal {
+    #[serde(default, deserialize_with = "present_u64")]
+    input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "present_u64")]
+    cached_input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "present_u64")]
+    output_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "present_u64")]
+    reasoning_output_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "present_u64")]
+    total_tokens: Option<u64>,
+}
+
+/// A count that is present: a null fails (its tree differs from an absent key's).
+fn present_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    <u64 as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+impl FlatTotal {
+    /// `raw` read as a total of this shape: an object only (serde would
+    /// also take an array of the counts in field order).
+    fn read(raw: &str) -> Option<FlatTotal> {
+        if !raw.trim_start().starts_with('{') {
+            return None;
+        }
+        serde_json::from_str(raw).ok()
+    }
+
+    /// The tree this total reads as.
+    fn tree(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        for (k, v) in [
+            ("input_tokens", self.input_tokens),
+            ("cached_input_tokens", self.cached_input_tokens),
+            ("output_tokens", self.output_tokens),
+            ("reasoning_output_tokens", self.reasoning_output_tokens),
+            ("total_tokens", self.total_tokens),
+        ] {
+            if let Some(v) = v {
+                m.insert(k.to_string(), Value::from(v));
+            }
+        }
+        Value::Object(m)
+    }
+}
+
+/// The previous count's `total_token_usage` ([`Loader::new_total`]).
+#[derive(Debug)]
+enum SeenTotal {
+    Flat(FlatTotal),
+    Tree(Value),
+}
+
+impl SeenTotal {
+    /// Whether both are the same JSON value.
+    fn same(&self, o: &SeenTotal) -> bool {
+        match (self, o) {
+            (SeenTotal::Flat(a), SeenTotal::Flat(b)) => a == b,
+            (SeenTotal::Tree(a), SeenTotal::Tree(b)) => a == b,
+            (SeenTotal::Flat(f), SeenTotal::Tree(v)) | (SeenTotal::Tree(v), SeenTotal::Flat(f)) => {
+                f.tree() == *v
+            }
+        }
+    }
+}
+
 impl<'a> TokenInfo<'a> {
     fn of_tree(info: &'a Value) -> TokenInfo<'a> {
         TokenInfo {
@@ -1252,9 +1326,18 @@ struct Loader {
     first: bool,
     provider: Option<String>,
     model: Option<String>,
+    /// `provider/model` (or the model alone) as the [`Sym`] every user and
+    /// assistant message gets: made when either changes
+    /// ([`Loader::set_model`]), not once per message (a format and a symbol
+    /// lookup for each of the 1.1 million items of the 1 GB rollout of benches/).
+    model_sym: Option<Sym>,
+    /// The roles [`Loader::other`] gave, by line type and event type (a
+    /// rollout has a dozen kinds): a line of a kind met before reuses its
+    /// role without formatting `event_msg/<type>`.
+    other_roles: Vec<(String, Option<String>, Role)>,
     /// Newest message that may own the next request's usage.
     candidate: Option<usize>,
-    prev_total: Option<Value>,
+    prev_total: Option<SeenTotal>,
     /// The text `prev_total` was read from, when the typed read gave it.
     prev_total_raw: Option<Box<str>>,
     /// `total_tokens` of the last request reported.
@@ -1273,11 +1356,7 @@ struct Loader {
 impl Loader {
     fn push(&mut self, mut m: Message) -> usize {
         if matches!(m.role, Role::User | Role::Assistant) {
-            m.model = match (&self.provider, &self.model) {
-                (Some(p), Some(md)) => Some(sym(&format!("{p}/{md}"))),
-                (None, Some(md)) => Some(sym(md)),
-                _ => None,
-            };
+            m.model = self.model_sym.clone();
         }
         let i = self.s.messages.len();
         for (k, p) in m.parts.iter_mut().enumerate() {
@@ -1300,6 +1379,21 @@ impl Loader {
         i
     }
 
+    /// Sets the provider (session header) or the model (`turn_context`),
+    /// and [`Loader::model_sym`] from both when either changed.
+    fn set_model(&mut self, provider: Option<String>, model: Option<String>) {
+        if provider == self.provider && model == self.model {
+            return;
+        }
+        self.provider = provider;
+        self.model = model;
+        self.model_sym = match (&self.provider, &self.model) {
+            (Some(p), Some(md)) => Some(sym(&format!("{p}/{md}"))),
+            (None, Some(md)) => Some(sym(md)),
+            _ => None,
+        };
+    }
+
     fn line(&mut self, v: &Value, line: LineRef) {
         self.time = time_ms(v).unwrap_or(self.time);
         let first = std::mem::replace(&mut self.first, false);
@@ -1312,9 +1406,10 @@ impl Loader {
                         self.s.id = id.to_string();
                     }
                 }
-                self.provider = str_at(p, "model_provider")
+                let provider = str_at(p, "model_provider")
                     .map(str::to_string)
-                    .or(self.provider.take());
+                    .or_else(|| self.provider.clone());
+                self.set_model(provider, self.model.clone());
                 return;
             }
             Line::Other { ty, sub } => {
@@ -1405,7 +1500,9 @@ impl Loader {
         }
         if ty == "turn_context" {
             if let Some(md) = o.model {
-                self.model = Some(md.into_owned());
+                if self.model.as_deref() != Some(&*md) {
+                    self.set_model(self.provider.clone(), Some(md.into_owned()));
+                }
             }
         }
         if ty == "event_msg" {
@@ -1419,52 +1516,69 @@ impl Loader {
                 _ => {}
             }
         }
-        let role = match o.sub.as_deref() {
-            Some(sub) if ty == "event_msg" => format!("{ty}/{sub}"),
-            _ => ty.to_string(),
-        };
-        let mut m = message(
-            &ids::line(line.line.get()),
-            Role::Other(sym(&role)),
-            line,
-            self.time,
-        );
+        let role = self.other_role(ty, o.sub.as_deref().filter(|_| ty == "event_msg"));
+        let mut m = message(&ids::line(line.line.get()), role, line, self.time);
         m.info_bytes = line.bytes;
         self.push(m);
+    }
+
+    /// The role of a line of type `ty` (event type `sub`): `event_msg/<sub>`,
+    /// else `ty`.
+    fn other_role(&mut self, ty: &str, sub: Option<&str>) -> Role {
+        let known = self
+            .other_roles
+            .iter()
+            .find(|(t, s, _)| t == ty && s.as_deref() == sub);
+        if let Some((_, _, r)) = known {
+            return r.clone();
+        }
+        let r = Role::Other(sym(&match sub {
+            Some(sub) => format!("{ty}/{sub}"),
+            None => ty.to_string(),
+        }));
+        if self.other_roles.len() < 64 {
+            let key = (ty.to_string(), sub.map(str::to_string), r.clone());
+            self.other_roles.push(key);
+        }
+        r
     }
 
     /// Whether a count's `total_token_usage` differs from the previous
     /// count's (then it reports a request), keeping it as the previous. The
     /// same text is the same value; other text is compared as JSON values.
+    /// A total in the shape Codex writes ([`FlatTotal`]) is read and
+    /// compared without a tree.
     fn new_total(&mut self, t: Total<'_>) -> bool {
-        let v = match t {
-            Total::Raw(raw) => {
-                if self.prev_total_raw.as_deref() == Some(&*raw) {
-                    return false;
+        let cur = match t {
+            Total::Raw(raw) => match FlatTotal::read(&raw) {
+                Some(f) => {
+                    self.prev_total_raw = None;
+                    SeenTotal::Flat(f)
                 }
-                // The typed read took this text as JSON, so it parses.
-                let v = serde_json::from_str(&raw).unwrap_or(Value::Null);
-                self.prev_total_raw = Some(raw.into_owned().into_boxed_str());
-                v
-            }
+                None => {
+                    if self.prev_total_raw.as_deref() == Some(&*raw) {
+                        return false;
+                    }
+                    // The typed read took this text as JSON, so it parses.
+                    let v = serde_json::from_str(&raw).unwrap_or(Value::Null);
+                    self.prev_total_raw = Some(raw.into_owned().into_boxed_str());
+                    SeenTotal::Tree(v)
+                }
+            },
             Total::Tree(v) => {
                 self.prev_total_raw = None;
-                v.clone()
+                SeenTotal::Tree(v.clone())
             }
         };
-        let new = self.prev_total.as_ref() != Some(&v);
-        self.prev_total = Some(v);
+        let new = self.prev_total.as_ref().is_none_or(|p| !p.same(&cur));
+        self.prev_total = Some(cur);
         new
     }
 
     fn token_count(&mut self, info: Option<TokenInfo<'_>>, line: LineRef) {
         let id = ids::line(line.line.get());
-        let mut m = message(
-            &id,
-            Role::Other(sym("event_msg/token_count")),
-            line,
-            self.time,
-        );
+        let role = self.other_role("event_msg", Some("token_count"));
+        let mut m = message(&id, role, line, self.time);
         m.info_bytes = line.bytes;
         if let Some(info) = info {
             if let Some(w) = info.window {
@@ -1479,7 +1593,7 @@ impl Loader {
                         let owner = &mut self.s.messages[c];
                         owner.set_usage(u);
                         if owner.role == Role::Assistant {
-                            owner.finish = Some("completed".into());
+                            owner.finish = Some(sym("completed"));
                         }
                     }
                     None => m.set_usage(u),
@@ -1803,6 +1917,8 @@ fn load_lines(
         first: true,
         provider: None,
         model: None,
+        model_sym: None,
+        other_roles: Vec::new(),
         candidate: None,
         prev_total: None,
         prev_total_raw: None,
@@ -2002,6 +2118,56 @@ mod tests {
         }
         assert!(n >= 5, "{n} rollouts");
         assert!(typed_files >= 4, "{typed_files} of {n} rollouts read typed");
+    }
+
+    /// Two `total_token_usage` texts are the same total as read without a
+    /// tree ([`super::FlatTotal`]) exactly when their trees are equal, for
+    /// every pair of these shapes (reordered, partial, null, float,
+    /// negative, `-0`, exponent, repeated or unknown key, escaped key,
+    /// `u64::MAX` and past it); and Codex's own shape takes the flat read.
+    #[test]
+    fn flat_totals_are_equal_exactly_when_their_trees_are() {
+        use super::{FlatTotal, SeenTotal};
+        use serde_json::Value;
+        let texts = [
+            r#"{"input_tokens":5,"cached_input_tokens":0,"output_tokens":4,"reasoning_output_tokens":1,"total_tokens":9}"#,
+            r#"{"total_tokens":9,"output_tokens":4,"input_tokens":5,"reasoning_output_tokens":1,"cached_input_tokens":0}"#,
+            r#"{"input_tokens":5,"cached_input_tokens":0,"output_tokens":4,"reasoning_output_tokens":1,"total_tokens":10}"#,
+            r#"{"input_tokens":5,"output_tokens":4,"total_tokens":9}"#,
+            r#"{"input_tokens":5,"cached_input_tokens":null,"output_tokens":4,"total_tokens":9}"#,
+            r#"{"input_tokens":5.0,"output_tokens":4,"total_tokens":9}"#,
+            r#"{"input_tokens":5,"output_tokens":4,"total_tokens":9,"total_tokens":9}"#,
+            r#"{"input_tokens":5,"output_tokens":4,"total_tokens":9,"extra":1}"#,
+            r#"{"input_tokens":5,"output_tokens":4,"total_tokens":9}"#,
+            r#"{"input_tokens":-0,"output_tokens":4,"total_tokens":9}"#,
+            r#"{"input_tokens":0,"output_tokens":4,"total_tokens":9}"#,
+            r#"{"input_tokens":-5,"output_tokens":4,"total_tokens":9}"#,
+            r#"{"input_tokens":5e0,"output_tokens":4,"total_tokens":9}"#,
+            r#"{"input_tokens":18446744073709551615}"#,
+            r#"{"input_tokens":18446744073709551616}"#,
+            r#"{}"#,
+            r#"[]"#,
+            r#"[5,0,4,1,9]"#,
+            r#" {"input_tokens":5,"output_tokens":4,"total_tokens":9}"#,
+            r#"7"#,
+        ];
+        let seen = |t: &str| match FlatTotal::read(t) {
+            Some(f) => SeenTotal::Flat(f),
+            None => SeenTotal::Tree(serde_json::from_str(t).unwrap()),
+        };
+        let mut flat = 0;
+        for a in texts {
+            flat += usize::from(matches!(seen(a), SeenTotal::Flat(_)));
+            for b in texts {
+                let (va, vb): (Value, Value) = (
+                    serde_json::from_str(a).unwrap(),
+                    serde_json::from_str(b).unwrap(),
+                );
+                assert_eq!(seen(a).same(&seen(b)), va == vb, "{a} vs {b}");
+            }
+        }
+        assert!(matches!(seen(texts[0]), SeenTotal::Flat(_)));
+        assert_eq!(flat, 9, "texts read flat");
     }
 
     /// The lines of a block are read on every core: a rollout of
