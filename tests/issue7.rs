@@ -954,6 +954,25 @@ fn issue7_item14_symlinked_stores_are_followed_once_and_loops_said() {
     );
 }
 
+/// A store is known by its file's device and inode: a hard link to a
+/// rollout is the same store (read once, as through a symbolic link),
+/// while a copy of its bytes under another name is a second one.
+#[test]
+fn issue7_item14_a_hard_link_is_the_store_it_links_to_and_a_copy_is_not() {
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("rollout-a.jsonl");
+    std::fs::copy(codex_rollout(), &a).unwrap();
+    std::fs::hard_link(&a, t.path().join("rollout-b.jsonl")).unwrap();
+    let count = |dir: &std::path::Path| {
+        let (code, doc, err) = run_json(&[os("list"), os("--format"), os("json"), dir.as_os_str()]);
+        assert_eq!(code, Some(0), "{err}");
+        doc["sessions"].as_array().unwrap().len()
+    };
+    assert_eq!(count(t.path()), 1);
+    std::fs::copy(&a, t.path().join("rollout-c.jsonl")).unwrap();
+    assert_eq!(count(t.path()), 2);
+}
+
 #[test]
 fn issue7_item14_a_rollout_is_recognised_by_content_not_name() {
     let t = tempfile::tempdir().unwrap();

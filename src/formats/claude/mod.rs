@@ -46,6 +46,10 @@ impl super::Format for Claude {
         open_file(p)
     }
 
+    fn open_probed(&self, probe: &super::Probe<'_>) -> super::Opened {
+        open_probed(probe)
+    }
+
     /// The `projects/` dir of each comma-separated dir in
     /// `$CLAUDE_CONFIG_DIR` (a dir may be a `projects/` dir itself), else of
     /// `$HOME/.config/claude` and `$HOME/.claude` (where ccusage looks too).
@@ -101,6 +105,7 @@ fn uuid_like(s: &str) -> bool {
 }
 
 /// What the first lines of a `.jsonl` say about it.
+#[derive(Debug, PartialEq, Eq)]
 struct Sniff {
     /// A line has the shape of a Claude Code transcript line.
     claude: bool,
@@ -143,19 +148,70 @@ fn sniff_value(line: &[u8]) -> Option<Value> {
     }
 }
 
-/// Reads up to 50 lines (and at most about 4 MB) of `p`.
+impl Sniff {
+    /// Takes one line (`buf`, its line ending left on); answers whether the
+    /// sniff is done (a transcript line that names its session).
+    fn take(&mut self, buf: &[u8]) -> bool {
+        let Some(v) = sniff_value(buf) else {
+            return false;
+        };
+        if v.is_object() {
+            self.nothing_parsed = false;
+        }
+        if looks_like_claude(&v) {
+            self.claude = true;
+            if self.session_id.is_none() {
+                self.session_id = v
+                    .get(field::SESSION)
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+            return self.session_id.is_some();
+        }
+        false
+    }
+}
+
+/// Reads up to [`SNIFF_LINES`] lines (and at most about 4 MB) of `p`.
 fn sniff(p: &Path) -> Result<Sniff> {
-    let f = crate::fsx::open_regular(p)
-        .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", p.display()))?;
-    let mut r = std::io::BufReader::new(f);
+    sniff_from(p, None)
+}
+
+/// Lines sniffed at most.
+const SNIFF_LINES: usize = 50;
+
+/// [`sniff`], with the file's first line already read (`first`, complete:
+/// see [`super::FirstLine`]); the file is opened only when more lines are
+/// needed, and read from after that line.
+fn sniff_from(p: &Path, first: Option<&[u8]>) -> Result<Sniff> {
+    use std::io::{Seek, SeekFrom};
     let mut out = Sniff {
         claude: false,
         nothing_parsed: true,
         session_id: None,
     };
-    let mut buf = Vec::new();
     let mut read = 0usize;
-    for _ in 0..50 {
+    let mut lines = 0;
+    if let Some(line) = first {
+        // A first line without a line feed is the whole file.
+        if line.is_empty() || out.take(line) || !line.ends_with(b"\n") {
+            return Ok(out);
+        }
+        read += line.len();
+        lines = 1;
+        if read > 4 << 20 {
+            return Ok(out);
+        }
+    }
+    let mut f = crate::fsx::open_regular(p)
+        .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", p.display()))?;
+    if read > 0 {
+        f.seek(SeekFrom::Start(read as u64))
+            .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", p.display()))?;
+    }
+    let mut r = std::io::BufReader::new(f);
+    let mut buf = Vec::new();
+    for _ in lines..SNIFF_LINES {
         buf.clear();
         let n = r
             .read_until(b'\n', &mut buf)
@@ -164,22 +220,8 @@ fn sniff(p: &Path) -> Result<Sniff> {
             break;
         }
         read += n;
-        if let Some(v) = sniff_value(&buf) {
-            if v.is_object() {
-                out.nothing_parsed = false;
-            }
-            if looks_like_claude(&v) {
-                out.claude = true;
-                if out.session_id.is_none() {
-                    out.session_id = v
-                        .get(field::SESSION)
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                }
-                if out.session_id.is_some() {
-                    break;
-                }
-            }
+        if out.take(&buf) {
+            break;
         }
         if read > 4 << 20 {
             break;
@@ -192,6 +234,13 @@ fn sniff(p: &Path) -> Result<Sniff> {
 /// formats, for sub-agent transcripts (they are read with their session) and
 /// for `agent-*.jsonl` files whose session file sits beside them.
 pub fn open_file(p: &Path) -> Result<Option<Box<dyn Store>>> {
+    open_probed(&super::Probe::new(p))
+}
+
+/// [`open_file`] of the file `probe` reads: its first line is the one the
+/// probe read for every format (when complete), the rest read here.
+fn open_probed(probe: &super::Probe<'_>) -> Result<Option<Box<dyn Store>>> {
+    let p = probe.path();
     if !is_jsonl(p) || !p.is_file() {
         return Ok(None);
     }
@@ -199,7 +248,8 @@ pub fn open_file(p: &Path) -> Result<Option<Box<dyn Store>>> {
     if parent.file_name().is_some_and(|n| n == "subagents") {
         return Ok(None);
     }
-    let s = sniff(p)?;
+    let first = probe.first_line()?;
+    let s = sniff_from(p, first.complete.then_some(first.bytes.as_slice()))?;
     let id = stem(p);
     let empty_or_broken = s.nothing_parsed && uuid_like(&id);
     if !s.claude && !empty_or_broken {
@@ -457,6 +507,63 @@ impl Copier for ClaudeStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sniff from a probe's first line gives what reading the file
+    /// from its start gives: on every `.jsonl` of `fixtures/` and on files
+    /// made to end or decide at line 1 or later (empty, one line without a
+    /// line feed, a title line before the first line naming the session,
+    /// lines that are not JSON).
+    #[test]
+    fn a_sniff_from_the_probed_first_line_matches_a_sniff_of_the_file() {
+        let t = tempfile::tempdir().unwrap();
+        let made = [
+            "",
+            r#"{"type":"summary","summary":"s","leafUuid":"u"}"#,
+            "{\"type\":\"summary\",\"summary\":\"s\",\"leafUuid\":\"u\"}\n{\"parentUuid\":null,\"sessionId\":\"abc\",\"uuid\":\"u\"}\n",
+            "{\"parentUuid\":null,\"sessionId\":\"abc\",\"uuid\":\"u\"}\n",
+            "not json\n{\"parentUuid\":null,\"uuid\":\"u\"}\nnot json either",
+            "\n\n\n",
+        ];
+        let mut files: Vec<PathBuf> = made
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let p = t.path().join(format!("made-{i}.jsonl"));
+                std::fs::write(&p, text).unwrap();
+                p
+            })
+            .collect();
+        files.extend(
+            walkdir::WalkDir::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures"))
+                .into_iter()
+                .filter_map(Result::ok)
+                .map(walkdir::DirEntry::into_path)
+                .filter(|p| is_jsonl(p)),
+        );
+        let (mut decided_at_one, mut read_on) = (0, 0);
+        for p in &files {
+            let probe = crate::formats::Probe::new(p);
+            let first = probe.first_line().unwrap();
+            assert!(first.complete);
+            let from_probe = sniff_from(p, Some(&first.bytes)).unwrap();
+            assert_eq!(from_probe, sniff(p).unwrap(), "{}", p.display());
+            let mut one = Sniff {
+                claude: false,
+                nothing_parsed: true,
+                session_id: None,
+            };
+            if one.take(&first.bytes) {
+                decided_at_one += 1;
+            } else {
+                read_on += 1;
+            }
+        }
+        assert!(files.len() > 30, "{} files", files.len());
+        assert!(
+            decided_at_one > 10 && read_on > 10,
+            "{decided_at_one} / {read_on}"
+        );
+    }
 
     #[test]
     fn uuid_shape() {

@@ -20,7 +20,6 @@ use crate::formats::{Copier, Store};
 use crate::model::{Agent, Session};
 use anyhow::{Context, Result};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 pub use parse::{visible_view, EFFECTIVE_WINDOW_PERCENT};
@@ -95,6 +94,10 @@ impl super::Format for Codex {
         open_file(p)
     }
 
+    fn open_probed(&self, probe: &super::Probe<'_>) -> super::Opened {
+        open_probed(probe)
+    }
+
     /// `sessions/` and `archived_sessions/` under `$CODEX_HOME`, else `$HOME/.codex`.
     fn default_paths(&self) -> Vec<PathBuf> {
         codex_home()
@@ -113,29 +116,20 @@ pub fn is_rollout(p: &Path) -> bool {
     name.starts_with("rollout-") && name.ends_with(".jsonl")
 }
 
-/// Largest first line read to sniff a file or find its session id (a
-/// `session_meta` line carries the base instructions: tens of KB).
-const SNIFF_BYTES: u64 = 16 << 20;
-
-/// The first line of `p` (at most [`SNIFF_BYTES`]), its line ending left on.
+/// The first line of `p` (at most [`super::PROBE_LINE_BYTES`]), its line
+/// ending left on.
 fn first_line_bytes(p: &Path) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let f = crate::fsx::open_regular(p).with_context(|| format!("{}: cannot open", p.display()))?;
-    let mut r = BufReader::new(f.take(SNIFF_BYTES));
-    let mut buf = Vec::new();
-    r.read_until(b'\n', &mut buf)
-        .with_context(|| format!("{}: cannot read", p.display()))?;
-    Ok(buf)
+    super::Probe::new(p).first_line().map(|l| l.bytes.clone())
 }
 
-/// A first line (see [`first_line_bytes`]), parsed, if it is a JSON object.
+/// A first line (see [`super::Probe::first_line`]), parsed, if it is a JSON object.
 fn parse_first(buf: &[u8]) -> Option<Value> {
     serde_json::from_slice::<Value>(parse::trim_eol(buf))
         .ok()
         .filter(Value::is_object)
 }
 
-/// The first line of `p`, parsed, if it is a JSON object within [`SNIFF_BYTES`].
+/// The first line of `p`, parsed, if it is a JSON object within [`super::PROBE_LINE_BYTES`].
 fn first_line(p: &Path) -> Result<Option<Value>> {
     first_line_bytes(p).map(|b| parse_first(&b))
 }
@@ -154,14 +148,21 @@ fn maybe_codex(line: &[u8]) -> bool {
 /// or a `rollout-*.jsonl` whose first line is not JSON (a damaged rollout).
 /// `Ok(None)` for other files.
 pub fn open_file(p: &Path) -> Result<Option<Box<dyn Store>>> {
+    open_probed(&super::Probe::new(p))
+}
+
+/// [`open_file`] of the file `probe` reads (its first line shared with the
+/// other formats that sniff it).
+fn open_probed(probe: &super::Probe<'_>) -> Result<Option<Box<dyn Store>>> {
+    let p = probe.path();
     if !is_jsonl(p) {
         return Ok(None);
     }
-    let line = first_line_bytes(p)?;
-    if !is_rollout(p) && !maybe_codex(&line) {
+    let line = &probe.first_line()?.bytes;
+    if !is_rollout(p) && !maybe_codex(line) {
         return Ok(None);
     }
-    match parse_first(&line) {
+    match parse_first(line) {
         Some(v) if parse::looks_like_codex(&v) => {}
         Some(_) => return Ok(None),
         None if is_rollout(p) => {}
