@@ -148,3 +148,51 @@ fn issue8_one_file_read_on_every_core_gives_what_one_core_gives() {
         }
     }
 }
+
+/// Sessions are loaded largest first (so that a run does not end on one
+/// core with a big session), but every document lists them in store
+/// order, the same for one thread and for several: a long transcript
+/// between two short ones, by folder name.
+#[test]
+fn issue8_sessions_loaded_largest_first_are_listed_in_store_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (projects, _) = long_transcript(tmp.path(), 40);
+    let small = fixtures().join(
+        "claude-code/claude-code-gen/multi/projects/-home-dev-cc-dev-claude-multi-proj/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl",
+    );
+    for (dir, id) in [
+        ("-home-dev-aaa", "11111111-1111-4111-8111-111111111111"),
+        ("-home-dev-zzz", "22222222-2222-4222-8222-222222222222"),
+    ] {
+        std::fs::create_dir_all(projects.join(dir)).unwrap();
+        std::fs::copy(&small, projects.join(dir).join(format!("{id}.jsonl"))).unwrap();
+    }
+    let p = projects.to_str().unwrap();
+    for cmd in [
+        vec!["list", "--format", "json"],
+        vec!["check", "--format", "json", "--fail-on", "never"],
+    ] {
+        let run = |jobs: &str| {
+            let mut args = cmd.clone();
+            args.extend(["--jobs", jobs, p]);
+            json(&args)
+        };
+        let one = run("1");
+        let ids: Vec<&str> = one["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "11111111-1111-4111-8111-111111111111",
+                "0acd6738-1c9b-460c-ba5f-185135e4ad7f",
+                "22222222-2222-4222-8222-222222222222"
+            ],
+            "{cmd:?}"
+        );
+        assert_eq!(run("2"), one, "{cmd:?}");
+    }
+}

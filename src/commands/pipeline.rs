@@ -233,7 +233,8 @@ impl Engine {
 
     /// Loads and diagnoses every item on the worker pool and maps it with
     /// `f`, keeping item order; at most one session per worker is alive at
-    /// a time. A session that cannot be loaded gives `None` (and an error).
+    /// a time, the largest ([`Item::bytes`]) taken first. A session that
+    /// cannot be loaded gives `None` (and an error).
     pub fn map<T: Send>(
         &mut self,
         items: &[Item],
@@ -242,10 +243,17 @@ impl Engine {
         let stores = &self.stores;
         let settings = &self.settings;
         let progress = &self.progress;
-        let results: Vec<Result<T, InputError>> = self.pool.install(|| {
-            items
+        // The largest sessions start first, so that the run does not end
+        // with one worker on a big session while the others have nothing
+        // left; each result goes back to its item's place.
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(items[i].bytes));
+        let done: Vec<(usize, Result<T, InputError>)> = self.pool.install(|| {
+            order
                 .par_iter()
-                .map(|it| {
+                .with_max_len(1)
+                .map(|&i| (i, &items[i]))
+                .map(|(i, it)| {
                     let store = stores[it.store].as_ref();
                     let huge = it.bytes >= crate::memory::HUGE_SESSION_BYTES;
                     if huge {
@@ -271,13 +279,18 @@ impl Engine {
                             )
                         });
                     progress.inc(it.bytes);
-                    r
+                    (i, r)
                 })
                 .collect()
         });
+        let mut results: Vec<Option<Result<T, InputError>>> =
+            std::iter::repeat_with(|| None).take(items.len()).collect();
+        for (i, r) in done {
+            results[i] = Some(r);
+        }
         results
             .into_iter()
-            .map(|r| match r {
+            .map(|r| match r? {
                 Ok(t) => Some(t),
                 Err(e) => {
                     self.problems.error(e);

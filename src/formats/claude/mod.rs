@@ -266,17 +266,18 @@ fn open_probed(probe: &super::Probe<'_>) -> Result<Option<Box<dyn Store>>> {
 }
 
 /// The `agent-*.jsonl` files of `dir` with the session id their lines name,
-/// sorted; read once per folder (a project of older versions can hold
-/// hundreds of them beside hundreds of sessions).
-fn agents_beside(dir: &Path) -> Vec<(PathBuf, Option<String>)> {
-    type Listing = Vec<(PathBuf, Option<String>)>;
+/// sorted; read once per folder and shared, not copied for each session
+/// (a project of older versions can hold hundreds of them beside hundreds
+/// of sessions).
+fn agents_beside(dir: &Path) -> std::sync::Arc<Vec<(PathBuf, Option<String>)>> {
+    type Listing = std::sync::Arc<Vec<(PathBuf, Option<String>)>>;
     static CACHE: std::sync::OnceLock<std::sync::Mutex<rustc_hash::FxHashMap<PathBuf, Listing>>> =
         std::sync::OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(v) = cache.lock().ok().and_then(|c| c.get(dir).cloned()) {
         return v;
     }
-    let mut v: Listing = std::fs::read_dir(dir)
+    let mut v: Vec<(PathBuf, Option<String>)> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| {
@@ -292,6 +293,7 @@ fn agents_beside(dir: &Path) -> Vec<(PathBuf, Option<String>)> {
         })
         .unwrap_or_default();
     v.sort();
+    let v: Listing = std::sync::Arc::new(v);
     if let Ok(mut c) = cache.lock() {
         c.insert(dir.to_path_buf(), v.clone());
     }
@@ -325,9 +327,9 @@ impl ClaudeStore {
         if !id.starts_with("agent-") {
             agents.extend(
                 agents_beside(dir)
-                    .into_iter()
+                    .iter()
                     .filter(|(_, sid)| sid.as_deref() == Some(id))
-                    .map(|(p, _)| p),
+                    .map(|(p, _)| p.clone()),
             );
         }
         ClaudeStore {
