@@ -116,12 +116,6 @@ pub fn is_rollout(p: &Path) -> bool {
     name.starts_with("rollout-") && name.ends_with(".jsonl")
 }
 
-/// The first line of `p` (at most [`super::PROBE_LINE_BYTES`]), its line
-/// ending left on.
-fn first_line_bytes(p: &Path) -> Result<Vec<u8>> {
-    super::Probe::new(p).first_line().map(|l| l.bytes.clone())
-}
-
 /// A first line (see [`super::Probe::first_line`]), parsed, if it is a JSON object.
 fn parse_first(buf: &[u8]) -> Option<Value> {
     serde_json::from_slice::<Value>(parse::trim_eol(buf))
@@ -131,7 +125,9 @@ fn parse_first(buf: &[u8]) -> Option<Value> {
 
 /// The first line of `p`, parsed, if it is a JSON object within [`super::PROBE_LINE_BYTES`].
 fn first_line(p: &Path) -> Result<Option<Value>> {
-    first_line_bytes(p).map(|b| parse_first(&b))
+    super::Probe::new(p)
+        .first_line()
+        .map(|l| parse_first(&l.bytes))
 }
 
 /// Whether a first line may be a Codex line, answered without parsing it
@@ -412,11 +408,12 @@ mod tests {
                 if e.path().extension().is_none_or(|x| x != "jsonl") {
                     continue;
                 }
-                let line = first_line_bytes(e.path()).unwrap();
+                let probe = crate::formats::Probe::new(e.path());
+                let line = &probe.first_line().unwrap().bytes;
                 files += 1;
-                if parse_first(&line).is_some_and(|v| parse::looks_like_codex(&v)) {
+                if parse_first(line).is_some_and(|v| parse::looks_like_codex(&v)) {
                     codex += 1;
-                    assert!(maybe_codex(&line), "{}", e.path().display());
+                    assert!(maybe_codex(line), "{}", e.path().display());
                 }
             }
         }
