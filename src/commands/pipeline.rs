@@ -252,8 +252,8 @@ impl Engine {
             order
                 .par_iter()
                 .with_max_len(1)
-                .map(|&i| (i, &items[i]))
-                .map(|(i, it)| {
+                .map(|&i| {
+                    let it = &items[i];
                     let store = stores[it.store].as_ref();
                     let huge = it.bytes >= crate::memory::HUGE_SESSION_BYTES;
                     if huge {

@@ -1328,7 +1328,7 @@ struct Loader {
     model: Option<String>,
     /// `provider/model` (or the model alone) as the [`Sym`] every user and
     /// assistant message gets: made when either changes
-    /// ([`Loader::set_model`]), not once per message (a format and a symbol
+    /// ([`Loader::remake_model_sym`]), not once per message (a format and a symbol
     /// lookup for each of the 1.1 million items of the 1 GB rollout of benches/).
     model_sym: Option<Sym>,
     /// The roles [`Loader::other`] gave, by line type and event type (a
@@ -1379,14 +1379,25 @@ impl Loader {
         i
     }
 
-    /// Sets the provider (session header) or the model (`turn_context`),
-    /// and [`Loader::model_sym`] from both when either changed.
-    fn set_model(&mut self, provider: Option<String>, model: Option<String>) {
-        if provider == self.provider && model == self.model {
-            return;
+    /// Sets the provider (session header) and, when it changed,
+    /// [`Loader::model_sym`].
+    fn set_provider(&mut self, provider: &str) {
+        if self.provider.as_deref() != Some(provider) {
+            self.provider = Some(provider.to_string());
+            self.remake_model_sym();
         }
-        self.provider = provider;
-        self.model = model;
+    }
+
+    /// Sets the model (`turn_context`) and, when it changed,
+    /// [`Loader::model_sym`].
+    fn set_model(&mut self, model: &str) {
+        if self.model.as_deref() != Some(model) {
+            self.model = Some(model.to_string());
+            self.remake_model_sym();
+        }
+    }
+
+    fn remake_model_sym(&mut self) {
         self.model_sym = match (&self.provider, &self.model) {
             (Some(p), Some(md)) => Some(sym(&format!("{p}/{md}"))),
             (None, Some(md)) => Some(sym(md)),
@@ -1406,10 +1417,9 @@ impl Loader {
                         self.s.id = id.to_string();
                     }
                 }
-                let provider = str_at(p, "model_provider")
-                    .map(str::to_string)
-                    .or_else(|| self.provider.clone());
-                self.set_model(provider, self.model.clone());
+                if let Some(provider) = str_at(p, "model_provider") {
+                    self.set_provider(provider);
+                }
                 return;
             }
             Line::Other { ty, sub } => {
@@ -1500,9 +1510,7 @@ impl Loader {
         }
         if ty == "turn_context" {
             if let Some(md) = o.model {
-                if self.model.as_deref() != Some(&*md) {
-                    self.set_model(self.provider.clone(), Some(md.into_owned()));
-                }
+                self.set_model(&md);
             }
         }
         if ty == "event_msg" {
