@@ -713,7 +713,7 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
                     );
                     assert!(
                         tokens >= nt.tokens && wire >= nt.wire_bytes,
-                        "compact ceiling ({tokens}, {wire}) under strip-media ({}, {})\n{}",
+                        "compact ceiling under strip-media\nceiling ({tokens}, {wire}), applied ({}, {})\n{}",
                         nt.tokens,
                         nt.wire_bytes,
                         s.id
