@@ -852,7 +852,8 @@ fn load_copy(store: &dyn Store, dest: &Path, sessions: &[Session], what: &str) -
 /// What repair promised for `before` with `plan` and the copy `after` does
 /// not hold, as (kind, detail); empty when every promise is kept. Kinds:
 /// `re-parented-still-<code>`, `re-parented-into-cycle`,
-/// `copies-left-after-drop-copies`, and `repair-again-<changes>-for-<codes>`
+/// `copies-left-after-drop-copies` (a copy repeating the first one's
+/// content left), and `repair-again-<changes>-for-<codes>`
 /// (repair run on the copy still finds parent links or copies to fix).
 pub fn repair_violations(
     before: &Session,
@@ -891,7 +892,9 @@ pub fn repair_violations(
                 ),
             ));
         }
-        if code == "duplicate-id" && deduplicated.contains(id) {
+        // Drop-copies drops the copies that repeat the first one (the
+        // warning); a copy with other content (the error) stays.
+        if code == "duplicate-id" && f.severity == Severity::Warning && deduplicated.contains(id) {
             out.push((
                 "copies-left-after-drop-copies".to_string(),
                 format!(

@@ -654,6 +654,55 @@ fn repair_of_the_derived_fixture_reparents_and_drops_rewritten_copies_only() {
         .stderr(predicates::str::contains("refusing --out"));
 }
 
+/// Fuzz input whole_claude-19: a later line re-using a uuid with other
+/// content (there, a compaction boundary) was dropped with the copies that
+/// repeat the first line, and the chain lost what that line held.
+#[test]
+fn issue7_drop_copies_keeps_a_later_copy_with_other_content() {
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("double_compact");
+    let doc = check(&src, &[]);
+    let id = with_code(&doc, "duplicate-id")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut ls = lines(&src);
+    let first = ls
+        .iter()
+        .position(|l| serde_json::from_slice::<Value>(l).unwrap()["uuid"] == id.as_str())
+        .unwrap();
+    let mut v: Value = serde_json::from_slice(&ls[first]).unwrap();
+    v["isMeta"] = json!(true);
+    let other = format!("{}\n", serde_json::to_string(&v).unwrap()).into_bytes();
+    ls.insert(first + 1, other.clone());
+    let dir = t.path().join("in/projects/p");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(src.file_name().unwrap()), ls.concat()).unwrap();
+    let doc = check(&t.path().join("in"), &[]);
+    let d = with_code(&doc, "duplicate-id");
+    assert_eq!(d.len(), 16, "{doc:#}");
+    assert_eq!(d.iter().filter(|f| f["severity"] == "error").count(), 1);
+    let out = t.path().join("out");
+    let r = json(&[
+        "repair",
+        "--format",
+        "json",
+        p(&t.path().join("in")),
+        "--out",
+        p(&out),
+    ]);
+    let copy = out.join("projects/p").join(src.file_name().unwrap());
+    // The 15 repeating copies go; the line with other content stays as it was.
+    let fixed = lines(&copy);
+    assert_eq!(fixed.len(), ls.len() - 15, "{r:#}");
+    assert!(fixed.contains(&other));
+    let left = findings(&check(&copy, &[]));
+    assert_eq!(left.len(), 1, "{left:#?}");
+    assert_eq!(left[0]["code"], "duplicate-id");
+    assert_eq!(left[0]["severity"], "error");
+    assert_eq!(left[0]["id"], id.as_str());
+}
+
 #[test]
 fn repair_of_a_dangling_parent_links_to_the_last_valid_message() {
     let t = tempfile::tempdir().unwrap();

@@ -1,11 +1,12 @@
 //! Applying [`Edit`]s to Claude Code transcript lines. An edit names a uuid;
 //! it applies to every line carrying that uuid (Claude Code keeps the last
 //! copy's content), except [`Change::DropCopies`], which keeps the first line
-//! and drops the later ones. A line no edit touches is written back byte for
+//! of the uuid in each file and drops the later lines that repeat its content
+//! ([`super::parse::content_key`]); a later line that differs stays. A line no edit touches is written back byte for
 //! byte; an edited line keeps every field it had, unknown ones included.
 
 use super::field;
-use super::parse::{finish, parse_line, problem_id, read_line_at};
+use super::parse::{content_key, fingerprint, finish, parse_line, problem_id, read_line_at};
 use crate::edit::{truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::{Id, Message, ProblemKind, Session};
 use anyhow::{anyhow, bail, Context, Result};
@@ -350,7 +351,9 @@ pub fn write_file(
     let mut w = std::io::BufWriter::new(&mut file);
     let mut buf = Vec::new();
     let mut n = 0u64;
-    let mut seen: HashSet<String> = HashSet::default();
+    // uuid -> the content key of its first line, for uuids whose
+    // repeating copies go.
+    let mut firsts: HashMap<String, Option<String>> = HashMap::default();
     loop {
         buf.clear();
         if r.read_until(b'\n', &mut buf)
@@ -368,10 +371,20 @@ pub fn write_file(
             w.write_all(&buf)?;
             continue;
         };
-        let first = seen.insert(uuid.clone());
-        if plan.drop.contains(uuid.as_str()) || (!first && plan.drop_copies.contains(uuid.as_str()))
-        {
+        if plan.drop.contains(uuid.as_str()) {
             continue;
+        }
+        if plan.drop_copies.contains(uuid.as_str()) {
+            match firsts.get(uuid.as_str()) {
+                None => {
+                    firsts.insert(uuid.clone(), content_key(body));
+                }
+                Some(first) => {
+                    if first.is_some() && *first == content_key(body) {
+                        continue;
+                    }
+                }
+            }
         }
         match plan.content.get(uuid.as_str()) {
             Some(changes) => {
@@ -445,6 +458,8 @@ fn edited_message(
 pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     let edits: Vec<&Edit> = edits.iter().filter(|e| *e.session_id == *out.id).collect();
     let plan = Plan::new(&edits);
+    // Read before any copy is edited: the stored lines are compared.
+    let repeats = repeating_copies(&out, &plan);
     let mut copies: HashMap<Id, Vec<usize>> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
         if plan.content.contains_key(m.id.as_str()) {
@@ -491,27 +506,57 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
             );
         }
     }
-    // (file, id) of the copies kept, only for ids whose later copies go
-    // (not a copy of every id of the session).
-    let mut seen: HashSet<(usize, Id)> = HashSet::default();
+    let mut i = 0;
     out.messages.retain(|m| {
-        if plan.drop.contains(m.id.as_str()) {
-            return false;
-        }
-        if !plan.drop_copies.contains(m.id.as_str()) {
-            return true;
-        }
-        seen.insert((m.line.map_or(0, |l| l.file), m.id.clone()))
+        i += 1;
+        !plan.drop.contains(m.id.as_str()) && !repeats.contains(&(i - 1))
     });
     out.problems.retain(|p| {
         !(p.kind == ProblemKind::TornTail
             && p.id.as_deref().is_some_and(|id| plan.drop.contains(id)))
     });
     out.duplicate_ids.retain(|d| {
-        !plan.drop.contains(d.id.as_str()) && !plan.drop_copies.contains(d.id.as_str())
+        let id = d.id.as_str();
+        let gone = plan.drop.contains(id) || (d.same_content && plan.drop_copies.contains(id));
+        !gone
     });
     finish(&mut out);
     Ok(out)
+}
+
+/// Indexes of the messages [`Change::DropCopies`] drops: for each of its
+/// uuids, the later copies in a file whose stored line repeats the content
+/// of the uuid's first line in that file, as [`write_file`] drops them.
+fn repeating_copies(s: &Session, plan: &Plan<'_>) -> HashSet<usize> {
+    let mut out = HashSet::default();
+    if plan.drop_copies.is_empty() {
+        return out;
+    }
+    let key = |m: &Message| match (m.raw(), m.line) {
+        (Some(v), _) => Some(fingerprint(v)),
+        (None, Some(l)) => read_line_at(&s.files[l.file], l.offset, l.bytes)
+            .ok()
+            .and_then(|b| content_key(&b)),
+        (None, None) => None,
+    };
+    let mut firsts: HashMap<(usize, &str), Option<String>> = HashMap::default();
+    for (i, m) in s.messages.iter().enumerate() {
+        if !plan.drop_copies.contains(m.id.as_str()) {
+            continue;
+        }
+        let file = m.line.map_or(0, |l| l.file);
+        match firsts.get(&(file, m.id.as_str())) {
+            None => {
+                firsts.insert((file, m.id.as_str()), key(m));
+            }
+            Some(first) => {
+                if first.is_some() && *first == key(m) {
+                    out.insert(i);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// How `edit` looks in the transcript, for the change list.
@@ -598,15 +643,16 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
             }
         },
         Change::DropCopies => {
-            let n = ix.copies(&edit.message_id);
+            let n = s
+                .duplicate_ids
+                .iter()
+                .filter(|d| d.same_content && d.id == *edit.message_id)
+                .count();
             let first = m.and_then(|m| m.line).map_or(0, |l| l.line.get());
             (
                 "line".to_string(),
-                json!(format!(
-                    "line {first} and {} later copies of it",
-                    n.saturating_sub(1)
-                )),
-                json!(format!("line {first} only")),
+                json!(format!("line {first} and {n} later copies repeating it")),
+                json!(format!("line {first}, no copy repeating it")),
             )
         }
         Change::AddNote { text } => (at(""), Value::Null, json!(text)),

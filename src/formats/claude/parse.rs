@@ -664,9 +664,20 @@ struct Titles {
     summary: Option<String>,
 }
 
+/// What two copies of a uuid must share to repeat each other: the line's
+/// JSON with the bookkeeping fields that differ between re-written copies
+/// removed ([`fingerprint`]); `None` for a line that is not JSON (it
+/// repeats nothing). The loader's `same_content` and the writer's
+/// [`crate::edit::Change::DropCopies`] both compare copies by it.
+pub(super) fn content_key(line: &[u8]) -> Option<String> {
+    serde_json::from_slice::<Value>(line.trim_ascii_end())
+        .ok()
+        .map(|v| fingerprint(&v))
+}
+
 /// Content of a line with the bookkeeping fields that differ between
 /// re-written copies removed (`slug`, `promptId`, `timestamp`).
-fn fingerprint(v: &Value) -> String {
+pub(super) fn fingerprint(v: &Value) -> String {
     let mut v = v.clone();
     if let Some(o) = v.as_object_mut() {
         for k in ["slug", "promptId", "timestamp"] {
@@ -894,14 +905,12 @@ fn take_block(
                 if let Some(first) = first {
                     // Both lines are read again (a repeated id is rare):
                     // the block's buffer is not kept.
-                    let json = |l: LineRef| {
+                    let key = |l: LineRef| {
                         read_line_at(path, l.offset, l.bytes)
                             .ok()
-                            .and_then(|b| serde_json::from_slice::<Value>(b.trim_ascii_end()).ok())
+                            .and_then(|b| content_key(&b))
                     };
-                    let same = json(first)
-                        .zip(json(line))
-                        .is_some_and(|(f, t)| fingerprint(&f) == fingerprint(&t));
+                    let same = key(first).is_some_and(|f| Some(f) == key(line));
                     s.duplicate_ids.push(DuplicateId {
                         id: m.id.to_string(),
                         place: format!(
