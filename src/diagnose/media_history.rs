@@ -18,13 +18,17 @@ pub fn historical_media(s: &Session) -> Vec<usize> {
 }
 
 /// Indexes of every message carrying media before the newest one that
-/// carries media, compaction or not (what `compact` strips first).
+/// carries media, compaction or not (what `compact` strips first). An
+/// earlier copy of the newest one's id is left out: an edit names an id and
+/// applies to every stored copy of it, so stripping that copy would strip
+/// the newest media too (fuzz input claude_transcript-5).
 pub fn media_before_newest(s: &Session) -> Vec<usize> {
     let Some(anchor) = s.messages.iter().rposition(|m| m.media_count() > 0) else {
         return Vec::new();
     };
+    let newest = &s.messages[anchor].id;
     (0..anchor)
-        .filter(|&i| s.messages[i].media_count() > 0)
+        .filter(|&i| s.messages[i].media_count() > 0 && s.messages[i].id != *newest)
         .collect()
 }
 

@@ -718,18 +718,40 @@ pub fn floor_after_every_step(
     })
 }
 
-/// Characters and bytes [`ceiling_after_strip_media`] adds to a stripped
-/// part beyond its placeholder: room for what a format writes around it.
+/// Characters and bytes [`ceiling_after_strip_media`] adds for each media
+/// item of a stripped part beyond its placeholder text: room for what a
+/// format writes around it.
 const STRIP_SLACK: (u64, u64) = (16, 64);
+
+/// The most placeholder text a writer puts in place of a part's `media`
+/// items, as `(characters, bytes)`: the whole `placeholder` for one item;
+/// for more, line k of it for item k, and the whole placeholder for an item
+/// past its last line (a placeholder planned on another stored copy of the
+/// id, which held fewer items).
+fn placeholder_size(placeholder: &str, media: usize) -> (u64, u64) {
+    if media <= 1 {
+        return (placeholder.chars().count() as u64, placeholder.len() as u64);
+    }
+    let mut lines = placeholder.lines();
+    (0..media).fold((0u64, 0u64), |(c, b), _| {
+        let t = lines.next().unwrap_or(placeholder);
+        (
+            c.saturating_add(t.chars().count() as u64),
+            b.saturating_add(t.len() as u64),
+        )
+    })
+}
 
 /// An upper bound of the next turn after strip-media's `edits` (what
 /// [`strip_media`] gives for `s`), found without applying them (applying
 /// re-reads and re-parses every line that held media: 0.46 s of a 1 GB
 /// Claude Code transcript's `check`): `(tokens, wire bytes)`, the agent's
 /// `overhead` tokens included, the headroom not. A stripped part counts its
-/// characters plus its placeholder's, and its bytes less its media's
-/// encoded bytes (which the wire counts as base64) plus the placeholder's,
-/// each with [`STRIP_SLACK`]; every other part as it is. Strip-media
+/// characters plus its placeholder text's ([`placeholder_size`]), and its
+/// bytes less its media's encoded bytes (which the wire counts as base64)
+/// plus the placeholder text's, with [`STRIP_SLACK`] for each media item;
+/// every other part as it is. The placeholder is the first edit's for the
+/// part, the one a writer applies to each copy of the id. Strip-media
 /// changes no other part and drops no message.
 pub fn ceiling_after_strip_media(s: &Session, edits: &[Edit], overhead: u64) -> (u64, u64) {
     let mut stripped: rustc_hash::FxHashMap<&str, Vec<(&str, &str)>> = Default::default();
@@ -758,13 +780,15 @@ pub fn ceiling_after_strip_media(s: &Session, edits: &[Edit], overhead: u64) -> 
             let (mut c, mut b) = (p.model_chars, p.wire_bytes);
             if let Some((_, text)) = parts.iter().find(|(id, _)| **id == *p.id) {
                 let encoded: u64 = p.media.iter().map(|x| x.encoded_bytes).sum();
+                let (tc, tb) = placeholder_size(text, p.media.len());
+                let items = p.media.len().max(1) as u64;
                 c = c
-                    .saturating_add(text.chars().count() as u64)
-                    .saturating_add(STRIP_SLACK.0);
+                    .saturating_add(tc)
+                    .saturating_add(STRIP_SLACK.0.saturating_mul(items));
                 b = b
                     .saturating_sub(encoded)
-                    .saturating_add(text.len() as u64)
-                    .saturating_add(STRIP_SLACK.1);
+                    .saturating_add(tb)
+                    .saturating_add(STRIP_SLACK.1.saturating_mul(items));
             }
             chars = chars.saturating_add(c);
             wire = wire.saturating_add(b);
@@ -965,6 +989,80 @@ fn plan_steps(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Copies of one id before the newest media, derived from the real image
+    /// transcript up to its compaction: its newest line (a tool result with one image) stored
+    /// twice more before it under id `x`, the second copy with two images.
+    /// With `x` another id, strip-media plans an edit on each copy, and the
+    /// writer applies the first (one line, planned on the first copy) to
+    /// both: on the second, once for each of its two images; the
+    /// ceiling stays over it. With `x` the newest line's own id, nothing of
+    /// it is stripped: an edit names an id, and the newest media stays
+    /// (fuzz input claude_transcript-5, both).
+    #[test]
+    fn strip_media_over_copies_of_an_id_keeps_the_newest_and_its_ceiling() {
+        use serde_json::Value;
+        let src = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/claude-code/claude-code-gen/image/projects/-home-dev-cc-dev-claude-image-proj/ada37aa8-fdfe-41e2-ae55-88cfa2a2c290.jsonl"
+        );
+        let text = std::fs::read_to_string(src).unwrap();
+        let newest = "7a1ef385-aa1b-477e-a3c4-ca991c730ffa";
+        for x in ["0b0b0b0b-0000-4000-8000-000000000001", newest] {
+            // The lines before its compaction, which the model sees.
+            let mut lines: Vec<Value> = text
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .take_while(|v| v["subtype"] != "compact_boundary")
+                .collect();
+            let k = lines.iter().position(|v| v["uuid"] == newest).unwrap();
+            let mut one = lines[k].clone();
+            one["uuid"] = x.into();
+            let mut two = one.clone();
+            let inner = two
+                .pointer_mut("/message/content/0/content")
+                .and_then(Value::as_array_mut)
+                .unwrap();
+            assert_eq!(inner.len(), 1, "one image in the real tool result");
+            inner.push(inner[0].clone());
+            lines[k]["parentUuid"] = x.into();
+            lines.insert(k, two);
+            lines.insert(k, one);
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir
+                .path()
+                .join("projects/p/ada37aa8-fdfe-41e2-ae55-88cfa2a2c290.jsonl");
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            let body: String = lines.iter().map(|v| format!("{v}\n")).collect();
+            std::fs::write(&file, body).unwrap();
+            let found = crate::formats::discover(&[file]);
+            let store = &found.stores[0];
+            let s = store.load("ada37aa8-fdfe-41e2-ae55-88cfa2a2c290").unwrap();
+            let strip = strip_media(&s);
+            let on_x = strip.iter().filter(|e| *e.message_id == *x).count();
+            // One edit per copy of `x`; none on copies of the newest id.
+            let copies = if x == newest { 0 } else { 2 };
+            assert_eq!(on_x, copies, "{x}: {strip:?}");
+            let done = store.copier().apply(&s, &strip).unwrap();
+            let kept: usize = done
+                .messages
+                .iter()
+                .filter(|m| *m.id == *newest)
+                .map(|m| m.media_count())
+                .sum();
+            let stored = if x == newest { 1 + 1 + 2 } else { 1 };
+            assert_eq!(kept, stored, "{x}: the newest media stays");
+            let overhead = agent_overhead(&s);
+            let nt = next_turn(&done, Some(overhead));
+            let (tokens, wire) = ceiling_after_strip_media(&s, &strip, overhead);
+            assert!(
+                tokens >= nt.tokens && wire >= nt.wire_bytes,
+                "{x}: ceiling ({tokens}, {wire}) under ({}, {})",
+                nt.tokens,
+                nt.wire_bytes
+            );
+        }
+    }
 
     /// A plan that already has edits gets a step's edits after them, in order.
     #[test]
