@@ -703,6 +703,64 @@ fn issue7_drop_copies_keeps_a_later_copy_with_other_content() {
     assert_eq!(left[0]["id"], id.as_str());
 }
 
+/// Two lines re-using one uuid before the newest media, each with an image
+/// in the same content block but not the same image (derived from the real
+/// image transcript). Compact planned a strip-media edit per line; the
+/// writer applies an edit to every line of its uuid, so the second found
+/// the block stripped already and compact failed, while `check` printed it
+/// as the remedy. Now the printed command runs and the finding is gone.
+#[test]
+fn issue7_compact_strips_media_of_copies_of_a_uuid_that_differ() {
+    let t = tempfile::tempdir().unwrap();
+    let src = gen_file("image");
+    let mut ls = lines(&src);
+    let k = ls
+        .iter()
+        .position(|l| {
+            let v: Value = serde_json::from_slice(l).unwrap();
+            v["uuid"] == "c88339d6-6fc8-467f-b0f7-4d9df1cb5f51"
+        })
+        .unwrap();
+    let mut v: Value = serde_json::from_slice(&ls[k]).unwrap();
+    let data = v["message"]["content"][1]["source"]["data"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Another image: the first base64 quad changed.
+    v["message"]["content"][1]["source"]["data"] = json!(format!("AAAA{}", &data[4..]));
+    ls.insert(
+        k + 1,
+        format!("{}\n", serde_json::to_string(&v).unwrap()).into_bytes(),
+    );
+    let input = t.path().join("in");
+    let dir = input.join("projects/p");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(src.file_name().unwrap()), ls.concat()).unwrap();
+    let before = snapshot(&input);
+    let doc = check(&input, &[]);
+    let f = with_code(&doc, "media-in-history");
+    assert_eq!(f.len(), 1, "{doc:#}");
+    assert_eq!(f[0]["media_count"], 2, "{doc:#}");
+    assert_eq!(f[0]["distinct_media"], 2, "{doc:#}");
+    let cmd = f[0]["remedy_command"].as_str().unwrap();
+    let words = shell_words::split(cmd).unwrap();
+    assert_eq!(words[1], "compact", "{cmd}");
+    let o = bin().args(&words[1..]).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(before, snapshot(&input), "the original is untouched");
+    let out = &words[words.iter().position(|w| w == "--out").unwrap() + 1];
+    let after = check(Path::new(out), &[]);
+    assert!(
+        with_code(&after, "media-in-history").is_empty(),
+        "{after:#}"
+    );
+}
+
 #[test]
 fn repair_of_a_dangling_parent_links_to_the_last_valid_message() {
     let t = tempfile::tempdir().unwrap();

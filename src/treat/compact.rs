@@ -245,10 +245,15 @@ fn edit(sid: &Sym, message_id: impl Into<Id>, change: Change) -> Edit {
     }
 }
 
-/// Step 1: strip historical media.
+/// Step 1: strip historical media. One edit per part id: a writer applies
+/// an edit to every stored copy of its message id, so copies of one id
+/// share it, with the placeholder of the last copy (the one the agent
+/// keeps); two edits on one part would strip it twice.
 pub(crate) fn strip_media(s: &Session) -> Vec<Edit> {
     let sid = Sym::from(s.id.as_str());
-    let mut out = Vec::new();
+    let mut out: Vec<Edit> = Vec::new();
+    // (message id, part id) -> its edit in `out`.
+    let mut planned: rustc_hash::FxHashMap<(&str, &str), usize> = Default::default();
     for i in media_before_newest(s) {
         let m = &s.messages[i];
         for p in m.parts.iter().filter(|p| !p.media.is_empty()) {
@@ -266,14 +271,17 @@ pub(crate) fn strip_media(s: &Session) -> Vec<Edit> {
                 })
                 .collect::<Vec<_>>()
                 .join("\n");
-            out.push(edit(
-                &sid,
-                &m.id,
-                Change::StripMedia {
-                    part_id: p.id.clone(),
-                    placeholder: placeholder.into(),
-                },
-            ));
+            let change = Change::StripMedia {
+                part_id: p.id.clone(),
+                placeholder: placeholder.into(),
+            };
+            match planned.get(&(m.id.as_str(), p.id.as_str())) {
+                Some(&k) => out[k].change = change,
+                None => {
+                    planned.insert((m.id.as_str(), p.id.as_str()), out.len());
+                    out.push(edit(&sid, &m.id, change));
+                }
+            }
         }
     }
     out
@@ -990,13 +998,13 @@ fn plan_steps(
 mod tests {
     use super::*;
 
-    /// Copies of one id before the newest media, derived from the real image
-    /// transcript up to its compaction: its newest line (a tool result with one image) stored
-    /// twice more before it under id `x`, the second copy with two images.
-    /// With `x` another id, strip-media plans an edit on each copy, and the
-    /// writer applies the first (one line, planned on the first copy) to
-    /// both: on the second, once for each of its two images; the
-    /// ceiling stays over it. With `x` the newest line's own id, nothing of
+    /// Copies of one id before the newest media, derived from the real
+    /// image transcript up to its compaction: its newest line (a tool
+    /// result with one image) stored twice more before it under id `x`, the
+    /// second copy with two images.
+    /// With `x` another id, strip-media plans one edit for both copies
+    /// (the last copy's placeholder, two lines), which the writer applies
+    /// to each; the ceiling stays over it. With `x` the newest line's own id, nothing of
     /// it is stripped: an edit names an id, and the newest media stays
     /// (fuzz input claude_transcript-5, both).
     #[test]
@@ -1040,8 +1048,8 @@ mod tests {
             let s = store.load("ada37aa8-fdfe-41e2-ae55-88cfa2a2c290").unwrap();
             let strip = strip_media(&s);
             let on_x = strip.iter().filter(|e| *e.message_id == *x).count();
-            // One edit per copy of `x`; none on copies of the newest id.
-            let copies = if x == newest { 0 } else { 2 };
+            // One edit for the copies of `x`; none on copies of the newest id.
+            let copies = usize::from(x != newest);
             assert_eq!(on_x, copies, "{x}: {strip:?}");
             let done = store.copier().apply(&s, &strip).unwrap();
             let kept: usize = done

@@ -2,8 +2,9 @@
 //! it applies to every line carrying that uuid (Claude Code keeps the last
 //! copy's content), except [`Change::DropCopies`], which keeps the first line
 //! of the uuid in each file and drops the later lines that repeat its content
-//! ([`super::parse::content_key`]); a later line that differs stays. A line no edit touches is written back byte for
-//! byte; an edited line keeps every field it had, unknown ones included.
+//! ([`super::parse::content_key`]); a later line that differs stays. A line
+//! no edit touches is written back byte for byte; an edited line keeps every
+//! field it had, unknown ones included.
 
 use super::field;
 use super::parse::{content_key, fingerprint, finish, parse_line, problem_id, read_line_at};
@@ -58,7 +59,8 @@ fn strip_blocks(blocks: &mut [Value], placeholder: &str) {
 }
 
 /// What [`edit_line`] answers when a change names a content block this
-/// line does not hold (no `message.content`, or no block at that index):
+/// line does not hold (no `message.content`, or no block at that index, or
+/// a strip-media on a block that holds no media here):
 /// another stored copy of the same uuid may hold it (the change was planned
 /// on that copy), so the line is left as it is. [`apply_owned`] checks that
 /// some copy held it.
@@ -115,7 +117,9 @@ fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> 
                     strip_base64_fields(r, placeholder);
                 }
             } else {
-                return Err("the block carries no media".into());
+                // Planned on another copy of the uuid, whose block k holds
+                // media; `apply_owned` checks that some copy held it.
+                return Err(NOT_IN_THIS_COPY.into());
             }
             Ok(())
         }
