@@ -377,8 +377,8 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
 /// it (Claude Code progress and hook lines), and every sidechain (sub-agent)
 /// message. A kept message whose parent is dropped gets the newest earlier
 /// kept user message (user-turn links) or the newest earlier kept user or
-/// assistant message (chains); messages a compaction preserves are left as
-/// they are, the agent relinks them itself.
+/// assistant message (chains); messages the kept compaction preserves are
+/// kept, in view or not, and left as they are: the agent relinks them itself.
 fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     let sid = Sym::from(s.id.as_str());
     let visible: Vec<usize> = match keep_turns {
@@ -414,8 +414,16 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     for &i in &visible {
         keep[i] = true;
     }
+    // What the kept compaction preserves stays, in view or not: the agent
+    // prunes at it only when every preserved message is there, so dropping
+    // one out of view would bring back the history before it (fuzz input
+    // whole_claude-20: a preserved uuid's copies were all out of view).
+    let preserved: HashSet<&str> = s.messages[anchor]
+        .compaction()
+        .map(|c| c.preserved.iter().map(String::as_str).collect())
+        .unwrap_or_default();
     for (i, m) in s.messages.iter().enumerate() {
-        if m.sidechain || i > anchor {
+        if m.sidechain || i > anchor || preserved.contains(m.id.as_str()) {
             keep[i] = true;
         }
     }
