@@ -378,19 +378,8 @@ pub fn write_file(
         if plan.drop.contains(uuid.as_str()) {
             continue;
         }
-        if plan.drop_copies.contains(uuid.as_str()) {
-            match firsts.get(uuid.as_str()) {
-                None => {
-                    firsts.insert(uuid.clone(), content_key(body));
-                }
-                Some(first) => {
-                    if first.is_some() && *first == content_key(body) {
-                        continue;
-                    }
-                }
-            }
-        }
-        match plan.content.get(uuid.as_str()) {
+        // The line as written: edited (its JSON) or as stored.
+        let edited = match plan.content.get(uuid.as_str()) {
             Some(changes) => {
                 let mut v: Value =
                     line_value(body).with_context(|| format!("{}: line {n}", src.display()))?;
@@ -402,8 +391,31 @@ pub fn write_file(
                         _ => {}
                     }
                 }
-                w.write_all(serialize(&v, buf.last() == Some(&b'\n')).as_bytes())?;
+                Some(v)
             }
+            None => None,
+        };
+        // Copies are compared as written: an edit can make a copy repeat
+        // the first line (fuzz input whole_claude-21: a parent set on every
+        // copy was all that differed).
+        if plan.drop_copies.contains(uuid.as_str()) {
+            let key = match &edited {
+                Some(v) => Some(fingerprint(v)),
+                None => content_key(body),
+            };
+            match firsts.get(uuid.as_str()) {
+                None => {
+                    firsts.insert(uuid.clone(), key);
+                }
+                Some(first) => {
+                    if first.is_some() && *first == key {
+                        continue;
+                    }
+                }
+            }
+        }
+        match edited {
+            Some(v) => w.write_all(serialize(&v, buf.last() == Some(&b'\n')).as_bytes())?,
             None => w.write_all(&buf)?,
         }
     }
@@ -462,8 +474,6 @@ fn edited_message(
 pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     let edits: Vec<&Edit> = edits.iter().filter(|e| *e.session_id == *out.id).collect();
     let plan = Plan::new(&edits);
-    // Read before any copy is edited: the stored lines are compared.
-    let repeats = repeating_copies(&out, &plan);
     let mut copies: HashMap<Id, Vec<usize>> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
         if plan.content.contains_key(m.id.as_str()) {
@@ -510,6 +520,8 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
             );
         }
     }
+    // Compared as edited, as the writer compares them.
+    let repeats = repeating_copies(&out, &plan);
     let mut i = 0;
     out.messages.retain(|m| {
         i += 1;
@@ -529,8 +541,9 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
 }
 
 /// Indexes of the messages [`Change::DropCopies`] drops: for each of its
-/// uuids, the later copies in a file whose stored line repeats the content
-/// of the uuid's first line in that file, as [`write_file`] drops them.
+/// uuids, the later copies in a file whose line, as edited (its kept JSON)
+/// or else as stored, repeats the content of the uuid's first line in that
+/// file, as [`write_file`] drops them.
 fn repeating_copies(s: &Session, plan: &Plan<'_>) -> HashSet<usize> {
     let mut out = HashSet::default();
     if plan.drop_copies.is_empty() {
