@@ -216,7 +216,15 @@ impl Snapshot {
             match std::fs::symlink_metadata(&p) {
                 Err(_) => {}
                 Ok(_) => {
-                    if let Err(e) = fsx::ensure_regular(&p) {
+                    // A side file the agent removed in between (a committed
+                    // transaction's -journal) is as good as none.
+                    if let Err(e) = fsx::ensure_regular(&p)
+                        .map(drop)
+                        .or_else(|e| match e.kind() {
+                            std::io::ErrorKind::NotFound => Ok(()),
+                            _ => Err(e),
+                        })
+                    {
                         bail!(
                             "{}: {e}; the database cannot be read safely beside it",
                             p.display()
@@ -325,7 +333,14 @@ impl Snapshot {
                 "-journal"
             };
             if std::fs::metadata(side_file).is_ok() {
-                copy_file(side_file, &side(&copy, sfx))?;
+                if let Err(e) = copy_file(side_file, &side(&copy, sfx)) {
+                    // Removed in between (the writer committed): try again.
+                    if std::fs::metadata(side_file).is_err() {
+                        last = format!("{} went away while it was copied", side_file.display());
+                        continue;
+                    }
+                    return Err(e);
+                }
             }
             let after = (stamp(source), stamp(side_file));
             if before != after {
