@@ -288,14 +288,19 @@ pub enum ToolStatus {
     Running,
     Completed,
     Error,
-    Other(String),
+    /// Any other stored status, kept verbatim.
+    Other(Sym),
 }
 
 /// Tool call facts of a [`PartKind::Tool`] part.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
-    pub name: String,
-    pub call_id: String,
+    /// The tool's name: a [`Sym`], shared by every call of the tool (a
+    /// huge session holds hundreds of thousands of calls of a dozen tools).
+    pub name: Sym,
+    /// The call's id as stored: a `Box<str>` (16 bytes, where a `String`
+    /// takes 24).
+    pub call_id: Box<str>,
     pub status: ToolStatus,
     /// Characters of the tool output (or error text) as stored.
     pub output_chars: u64,

@@ -26,8 +26,8 @@ pub fn check(s: &Session) -> Vec<Finding> {
                     "the agent reports it as interrupted on resume; no action needed unless the provider rejects the history",
                 )
                 .with("part_id", p.id.to_string())
-                .with("call_id", t.call_id.clone())
-                .with("tool", t.name.clone())
+                .with("call_id", &*t.call_id)
+                .with("tool", &*t.name)
                 .with("status", status),
             );
         }

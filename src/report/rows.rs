@@ -83,7 +83,7 @@ pub fn part_row(message_id: &str, p: &Part) -> PartRow {
         media_count: p.media.len(),
         tokens_estimated: crate::measure::estimate_tokens(p.model_chars),
         synthetic: p.synthetic,
-        tool: p.tool.as_ref().map(|t| t.name.clone()),
+        tool: p.tool.as_ref().map(|t| t.name.to_string()),
         tool_status: p
             .tool
             .as_ref()

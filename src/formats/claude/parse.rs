@@ -443,8 +443,8 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
                 p.model_chars = chars(input);
                 p.wire_bytes = input.len() as u64;
                 p.tool = Some(Box::new(ToolCall {
-                    name: rstr(b.name).map(Cow::into_owned).unwrap_or_default(),
-                    call_id: rstr(b.id).map(Cow::into_owned).unwrap_or_default(),
+                    name: sym(rstr(b.name).as_deref().unwrap_or_default()),
+                    call_id: rstr(b.id).as_deref().unwrap_or_default().into(),
                     // Resolved once every line is read (a result may come later).
                     status: ToolStatus::Pending,
                     output_chars: 0,
@@ -463,8 +463,8 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
                     p.media.push(m);
                 }
                 p.tool = Some(Box::new(ToolCall {
-                    name: String::new(),
-                    call_id: rstr(b.tool_use_id).map(Cow::into_owned).unwrap_or_default(),
+                    name: sym(""),
+                    call_id: rstr(b.tool_use_id).as_deref().unwrap_or_default().into(),
                     status: if raw_true(b.is_error) {
                         ToolStatus::Error
                     } else {
@@ -1019,7 +1019,7 @@ pub(super) fn finish(s: &mut Session) {
         .zip(took)
     {
         match took {
-            Took::Name(name) => t.name = name,
+            Took::Name(name) => t.name = sym(&name),
             Took::Status(status) => t.status = status,
         }
     }

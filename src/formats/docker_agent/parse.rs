@@ -448,8 +448,8 @@ pub fn message_item(
         );
         let is_error = v.get("is_error").and_then(Value::as_bool).unwrap_or(false);
         p.tool = Some(Box::new(ToolCall {
-            name: String::new(),
-            call_id: call_id.clone(),
+            name: sym(""),
+            call_id: call_id.as_str().into(),
             status: if is_error {
                 ToolStatus::Error
             } else {
@@ -557,8 +557,8 @@ pub fn message_item(
             chars(name) + chars(args),
         );
         p.tool = Some(Box::new(ToolCall {
-            name: name.to_string(),
-            call_id: call_id.clone(),
+            name: sym(name),
+            call_id: call_id.as_str().into(),
             status: ToolStatus::Pending,
             output_chars: 0,
             output_cleared: false,

@@ -237,7 +237,7 @@ pub fn finish(s: &mut Session, facts: &[Facts]) {
                         .tool
                         .as_ref()
                         .map(|t| t.name.clone())
-                        .unwrap_or_default();
+                        .unwrap_or_else(|| crate::model::sym(""));
                     if let Some(t) = s.messages[cm].parts[cp].tool.as_mut() {
                         t.status = ToolStatus::Completed;
                     }

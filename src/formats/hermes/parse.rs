@@ -940,8 +940,8 @@ pub fn parse_row(
                     p.wire_bytes = (name.len() + args.len()) as u64;
                     p.payload_bytes = super::edit::py_json(c).len() as u64;
                     p.tool = Some(Box::new(ToolCall {
-                        name: name.to_string(),
-                        call_id: call_id.to_string(),
+                        name: sym(name),
+                        call_id: call_id.into(),
                         status: ToolStatus::Pending,
                         output_chars: 0,
                         output_cleared: false,
@@ -1009,8 +1009,8 @@ fn tool_result(id: String, row: &RowData, model_chars: u64, wire: u64, stored: u
     p.wire_bytes = wire;
     p.payload_bytes = stored;
     p.tool = Some(Box::new(ToolCall {
-        name: row.tool_name.clone().unwrap_or_default(),
-        call_id: row.tool_call_id.clone().unwrap_or_default(),
+        name: sym(row.tool_name.as_deref().unwrap_or_default()),
+        call_id: row.tool_call_id.as_deref().unwrap_or_default().into(),
         status: ToolStatus::Completed,
         output_chars: model_chars,
         output_cleared: false,
@@ -1035,7 +1035,7 @@ pub fn resolve_calls(s: &mut Session, facts: &HashMap<String, RowFacts>) {
             if &*p.kind_name != "tool_call" {
                 continue;
             }
-            let done = answered.contains(t.call_id.as_str())
+            let done = answered.contains(&*t.call_id)
                 || f.call_ids
                     .get(k)
                     .is_some_and(|ids| ids.iter().any(|x| answered.contains(x.as_str())));

@@ -382,8 +382,8 @@ impl<'a> PartInfo<'a> {
                     Some("running") => ToolStatus::Running,
                     Some("completed") => ToolStatus::Completed,
                     Some("error") => ToolStatus::Error,
-                    Some(o) => ToolStatus::Other(o.to_string()),
-                    None => ToolStatus::Other(String::new()),
+                    Some(o) => ToolStatus::Other(sym(o)),
+                    None => ToolStatus::Other(sym("")),
                 };
                 let (output, input, cleared) = (state.output, state.input, state.cleared);
                 let sent_output = if cleared {
@@ -404,8 +404,8 @@ impl<'a> PartInfo<'a> {
                     }
                 }
                 tool = Some(Box::new(ToolCall {
-                    name: self.tool.as_deref().unwrap_or("").to_string(),
-                    call_id: self.call_id.as_deref().unwrap_or("").to_string(),
+                    name: sym(self.tool.as_deref().unwrap_or("")),
+                    call_id: self.call_id.as_deref().unwrap_or("").into(),
                     status,
                     output_chars: output.chars,
                     output_cleared: cleared,
