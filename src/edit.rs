@@ -258,7 +258,7 @@ pub fn describe_runs(
                 if last.file == l.file && last.line.checked_add(1) == Some(l.line) =>
             {
                 *last = l;
-                run.last_line = l.line.get();
+                run.last_line = l.number();
                 run.lines += 1;
                 run.bytes = run.bytes.saturating_add(l.bytes);
             }
@@ -269,8 +269,8 @@ pub fn describe_runs(
                     l,
                     LineRun {
                         last_message_id: crate::model::Id::new(),
-                        first_line: l.line.get(),
-                        last_line: l.line.get(),
+                        first_line: l.number(),
+                        last_line: l.number(),
                         lines: 1,
                         bytes: l.bytes,
                     },
@@ -347,7 +347,7 @@ mod tests {
     /// What [`describe_runs`] emits for `edits` whose messages sit on the
     /// lines `lines` gives (id -> (file, line)): `id` for a single edit,
     /// `first..last (lines, bytes)` for a run.
-    fn runs(edits: &[Edit], lines: &[(&str, usize, u64)]) -> Vec<String> {
+    fn runs(edits: &[Edit], lines: &[(&str, u32, u32)]) -> Vec<String> {
         let mut out = Vec::new();
         describe_runs(
             edits,
@@ -357,9 +357,9 @@ mod tests {
                     .find(|(id, ..)| *id == e.message_id)
                     .map(|&(_, file, line)| LineRef {
                         file,
-                        line: std::num::NonZeroU64::new(line).expect("lines count from 1"),
+                        line: std::num::NonZeroU32::new(line).expect("lines count from 1"),
                         offset: 0,
-                        bytes: line * 100,
+                        bytes: u64::from(line) * 100,
                     })
             },
             |i, run| {

@@ -218,7 +218,7 @@ pub fn claude_line(data: &[u8]) {
     }
     let line = LineRef {
         file: 0,
-        line: std::num::NonZeroU64::MIN,
+        line: std::num::NonZeroU32::MIN,
         offset: 0,
         bytes: data.len() as u64 + 1,
     };
@@ -245,7 +245,7 @@ pub fn codex_line(data: &[u8]) {
         if v.is_object() {
             let line = LineRef {
                 file: 0,
-                line: std::num::NonZeroU64::MIN,
+                line: std::num::NonZeroU32::MIN,
                 offset: 0,
                 bytes: data.len() as u64 + 1,
             };

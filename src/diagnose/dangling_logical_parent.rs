@@ -31,7 +31,7 @@ pub fn check(f: &Facts<'_>) -> Vec<Finding> {
             )
             .with("logical_parent_id", lp.to_string());
             if let Some(l) = m.line {
-                f = f.with("line", l.line.get());
+                f = f.with("line", l.number());
             }
             Some(f)
         })

@@ -85,7 +85,7 @@ pub fn suggested_parents(f: &Facts<'_>, indexes: &[usize]) -> Vec<Option<String>
             // its own descendants).
             let mut last: HashMap<(Option<usize>, bool), Vec<usize>> = HashMap::default();
             for (i, m) in s.messages.iter().enumerate() {
-                let key = (m.line.map(|l| l.file), m.sidechain);
+                let key = (m.line.map(|l| l.file_index()), m.sidechain);
                 while want.peek() == Some(&i) {
                     want.next();
                     let empty = Vec::new();
@@ -306,7 +306,7 @@ fn message_parents(f: &Facts<'_>) -> Vec<Finding> {
                 f = f.with("suggested_parent_id", sug);
             }
             if let Some(l) = m.line {
-                f = f.with("line", l.line.get());
+                f = f.with("line", l.number());
             }
             f
         })

@@ -590,10 +590,10 @@ fn locate(s: &Session, findings: &mut [Finding]) {
         } else if let Some(i) = at {
             let m = &s.messages[i];
             if let Some(l) = m.line {
-                if let Some(fi) = s.files.get(l.file) {
+                if let Some(fi) = s.files.get(l.file_index()) {
                     loc.file = Some(fi.display().to_string());
                 }
-                loc.line = Some(l.line.get());
+                loc.line = Some(l.number());
             } else if database {
                 loc.row = Some(format!("message {}", m.id));
             }

@@ -110,7 +110,7 @@ pub fn check(f: &Facts<'_>) -> Vec<Finding> {
             .with("cycle_ids", ids.clone())
             .with("length", ids.len());
             if let Some(l) = m.line {
-                f = f.with("line", l.line.get());
+                f = f.with("line", l.number());
             }
             f
         })

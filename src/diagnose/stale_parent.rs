@@ -264,7 +264,7 @@ pub fn check(f: &Facts<'_>) -> Vec<Finding> {
                     .with("pruned_on_resume", sp.neutralised)
                     .with("on_resume_path", sp.on_resume_path);
                 if let Some(l) = m.line {
-                    f = f.with("line", l.line.get());
+                    f = f.with("line", l.number());
                 }
             }
             f

@@ -1207,7 +1207,8 @@ pub(crate) type ReadBlock<T> = Vec<(LineRef, bool, T)>;
 /// end) and each of its lines with `read` (given the line with its line
 /// ending), on every core of the current thread pool; `n` lines and
 /// `offset` bytes came before it, and count this block's after it.
-/// Errors: the reader's.
+/// Errors: the reader's; `InvalidData` past [`crate::model::MAX_LINES`]
+/// lines, or for a file index past `u32::MAX`.
 pub(crate) fn read_block<R: std::io::Read, T: Send>(
     r: &mut LineReader<R>,
     file: usize,
@@ -1219,13 +1220,25 @@ pub(crate) fn read_block<R: std::io::Read, T: Send>(
     let Some(block) = r.next_lines()? else {
         return Ok(None);
     };
+    let too_many = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+    let file = u32::try_from(file)
+        .map_err(|_| too_many(format!("more than {} files in one session", u32::MAX)))?;
     let mut lines: Vec<(LineRef, &[u8])> = Vec::new();
     for l in lines_inclusive(block) {
         let bytes = l.len() as u64;
+        let line = u32::try_from(*n + 1)
+            .ok()
+            .and_then(std::num::NonZeroU32::new)
+            .ok_or_else(|| {
+                too_many(format!(
+                    "more than {} lines (the most session-doctor reads of one file)",
+                    crate::model::MAX_LINES
+                ))
+            })?;
         lines.push((
             LineRef {
                 file,
-                line: std::num::NonZeroU64::MIN.saturating_add(*n),
+                line,
                 offset: *offset,
                 bytes,
             },

@@ -41,6 +41,7 @@ fn last_activity(s: &Session) -> Option<i64> {
         .iter()
         .map(|m| {
             m.time_completed
+                .get()
                 .map_or(m.time_created, |t| t.max(m.time_created))
         })
         .max()
@@ -225,7 +226,7 @@ impl MessageRows {
                 id: m.id.clone(),
                 role: m.role.as_str().to_string(),
                 parent_id: m.parent_id.as_deref().map(str::to_string),
-                line: m.line.map(|l| l.line.get()),
+                line: m.line.map(|l| l.number()),
                 time_created: m.time_created,
                 payload_bytes: m.payload_bytes(),
                 media_bytes: m.media_bytes(),

@@ -445,7 +445,7 @@ fn edited_message(
 ) -> Result<(Message, Vec<bool>)> {
     let m = &out.messages[i];
     let line = m.line.ok_or_else(|| anyhow!("message {id} has no line"))?;
-    let path = &out.files[line.file];
+    let path = &out.files[line.file_index()];
     let mut v: Value = match m.raw() {
         Some(raw) => raw.clone(),
         None => {
@@ -551,7 +551,7 @@ fn repeating_copies(s: &Session, plan: &Plan<'_>) -> HashSet<usize> {
     }
     let key = |m: &Message| match (m.raw(), m.line) {
         (Some(v), _) => Some(fingerprint(v)),
-        (None, Some(l)) => read_line_at(&s.files[l.file], l.offset, l.bytes)
+        (None, Some(l)) => read_line_at(&s.files[l.file_index()], l.offset, l.bytes)
             .ok()
             .and_then(|b| content_key(&b)),
         (None, None) => None,
@@ -561,7 +561,7 @@ fn repeating_copies(s: &Session, plan: &Plan<'_>) -> HashSet<usize> {
         if !plan.drop_copies.contains(m.id.as_str()) {
             continue;
         }
-        let file = m.line.map_or(0, |l| l.file);
+        let file = m.line.map_or(0, |l| l.file_index());
         match firsts.get(&(file, m.id.as_str())) {
             None => {
                 firsts.insert((file, m.id.as_str()), key(m));
@@ -665,7 +665,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 .iter()
                 .filter(|d| d.same_content && d.id == *edit.message_id)
                 .count();
-            let first = m.and_then(|m| m.line).map_or(0, |l| l.line.get());
+            let first = m.and_then(|m| m.line).map_or(0, |l| l.number());
             (
                 "line".to_string(),
                 json!(format!("line {first} and {n} later copies repeating it")),

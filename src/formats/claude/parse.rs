@@ -632,7 +632,7 @@ pub(crate) fn parse_fields(
         parent_optional,
         response_id,
         time_created,
-        time_completed: (kind == "assistant").then_some(time_created),
+        time_completed: (kind == "assistant").then_some(time_created).into(),
         summary: raw_true(v.compact_summary),
         finish,
         usage: usage.boxed(),
@@ -871,7 +871,7 @@ fn take_block(
     titles: &mut Titles,
 ) {
     for (line, complete, read) in block {
-        let (len, n) = (line.bytes, line.line.get());
+        let (len, n) = (line.bytes, line.number());
         match read {
             LineRead::Blank => s.other_bytes += len,
             LineRead::Unreadable(e) => {
@@ -892,7 +892,7 @@ fn take_block(
                     } else {
                         ProblemKind::Unreadable
                     },
-                    file: Some(line.file),
+                    file: Some(line.file_index()),
                     line: Some(n),
                     row: None,
                 });
@@ -1026,7 +1026,7 @@ pub(super) fn finish(s: &mut Session) {
     let mut first_seen: HashSet<usize> = HashSet::default();
     for m in &mut s.messages {
         if let Some(l) = m.line {
-            if first_seen.insert(l.file) {
+            if first_seen.insert(l.file_index()) {
                 m.parent_optional = true;
             }
         }
@@ -1169,7 +1169,7 @@ mod first_ids_tests {
         );
         let at = LineRef {
             file: 0,
-            line: std::num::NonZeroU64::MIN,
+            line: std::num::NonZeroU32::MIN,
             offset: 0,
             bytes: line.len() as u64,
         };

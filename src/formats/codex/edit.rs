@@ -419,9 +419,9 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     // The messages of each edited line (only those: a cut's drops need none).
     let mut ranges: HashMap<u64, (usize, usize)> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
-        if let Some(l) = m.line.filter(|l| plans.edits.contains_key(&l.line.get())) {
+        if let Some(l) = m.line.filter(|l| plans.edits.contains_key(&l.number())) {
             ranges
-                .entry(l.line.get())
+                .entry(l.number())
                 .and_modify(|r| r.1 = i)
                 .or_insert((i, i));
         }
@@ -457,7 +457,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
         out.messages.splice(a..=b, msgs);
     }
     out.messages
-        .retain(|m| !m.line.is_some_and(|l| plans.dropped(l.line.get())));
+        .retain(|m| !m.line.is_some_and(|l| plans.dropped(l.number())));
     out.problems.retain(|p| {
         !p.id
             .as_deref()

@@ -439,7 +439,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
 /// bytes (`total`) shared between the message and its parts (a single part
 /// without bytes of its own takes them all).
 fn finish_item(m: &mut Message, time: i64, total: u64) {
-    m.time_completed = Some(time);
+    m.time_completed = Some(time).into();
     m.parts.shrink_to_fit();
     if m.parts.len() == 1 && m.parts[0].payload_bytes == 0 {
         m.parts[0].payload_bytes = total;
@@ -451,7 +451,7 @@ fn finish_item(m: &mut Message, time: i64, total: u64) {
 /// The messages of one parsed line, in stored order; `None` for the header.
 /// Carries no cross-line state (usage, tool pairing, model): the loader adds it.
 pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option<Vec<Message>> {
-    let id = ids::line(line.line.get());
+    let id = ids::line(line.number());
     match classify(v, first) {
         Line::Meta(_) => None,
         Line::Item(item) => Some(vec![item_message(item, &id, line, time, line.bytes)]),
@@ -472,7 +472,7 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
             let text = str_at(p, "message").unwrap_or("");
             let mut m = message(&id, Role::Other(sym("compacted")), line, time);
             m.summary = true;
-            m.time_completed = Some(time);
+            m.time_completed = Some(time).into();
             let mut c = part(
                 ids::part(&id, 0),
                 &id,
@@ -1538,7 +1538,7 @@ impl Loader {
             }
         }
         let role = self.other_role(ty, o.sub.as_deref().filter(|_| ty == "event_msg"));
-        let mut m = message(&ids::line(line.line.get()), role, line, self.time);
+        let mut m = message(&ids::line(line.number()), role, line, self.time);
         m.info_bytes = line.bytes;
         self.push(m);
     }
@@ -1597,7 +1597,7 @@ impl Loader {
     }
 
     fn token_count(&mut self, info: Option<TokenInfo<'_>>, line: LineRef) {
-        let id = ids::line(line.line.get());
+        let id = ids::line(line.number());
         let role = self.other_role("event_msg", Some("token_count"));
         let mut m = message(&id, role, line, self.time);
         m.info_bytes = line.bytes;
@@ -1787,7 +1787,7 @@ fn typed(e: Envelope<'_>, line: LineRef) -> Option<Pre> {
     let ty = e.ty?;
     if let Some(item) = &e.item {
         let time = raw_time(e.timestamp)?;
-        let id = ids::line(line.line.get());
+        let id = ids::line(line.number());
         let m = typed_item_message(item, &id, line, time.unwrap_or(0))?;
         let (answer, title) = match &*item.ty {
             "message" => typed_message_texts(item)?,
@@ -1855,7 +1855,7 @@ impl Loader {
     fn take_block(&mut self, block: Block, path: &Path) -> u64 {
         let mut typed = 0;
         for (line, complete, pre) in block {
-            let (n, read) = (line.line.get(), line.bytes);
+            let (n, read) = (line.number(), line.bytes);
             match pre {
                 Pre::Blank => self.s.other_bytes += read,
                 Pre::Item {
@@ -1867,7 +1867,7 @@ impl Loader {
                     typed += 1;
                     let time = time.unwrap_or_else(|| {
                         m.time_created = self.time;
-                        m.time_completed = Some(self.time);
+                        m.time_completed = Some(self.time).into();
                         self.time
                     });
                     self.time = time;

@@ -616,7 +616,7 @@ pub fn message_item(
         parent_optional: false,
         response_id: None,
         time_created: created.unwrap_or(time),
-        time_completed: created,
+        time_completed: created.into(),
         summary: false,
         finish,
         usage: usage.boxed(),
@@ -667,7 +667,7 @@ pub fn summary_item(item: &RawItem, time: i64) -> std::result::Result<(Message, 
     let doctor = item.model == DOCTOR_MODEL;
     if !text.is_empty() {
         m.summary = true;
-        m.time_completed = Some(time);
+        m.time_completed = Some(time).into();
         let sent = SUMMARY_PREFIX.len() + text.len();
         let mut p = part(
             &item.id,

@@ -989,7 +989,7 @@ pub fn parse_row(
         parent_optional: false,
         response_id: None,
         time_created: time,
-        time_completed: (role == Role::Assistant).then_some(time),
+        time_completed: (role == Role::Assistant).then_some(time).into(),
         summary,
         finish: row.finish_reason.as_deref().map(sym),
         usage: None,

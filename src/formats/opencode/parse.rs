@@ -166,7 +166,7 @@ impl<'a> MessageInfo<'a> {
             parent_optional: false,
             response_id: None,
             time_created,
-            time_completed: self.completed,
+            time_completed: self.completed.into(),
             summary: self.summary,
             finish: self.finish.map(|f| sym(&f)),
             rare: Rare {
