@@ -355,9 +355,8 @@ pub fn write_file(
     let mut w = std::io::BufWriter::new(&mut file);
     let mut buf = Vec::new();
     let mut n = 0u64;
-    // uuid -> the content key of its first line, for uuids whose
-    // repeating copies go.
-    let mut firsts: HashMap<String, Option<String>> = HashMap::default();
+    // The first line of each uuid whose repeating copies go.
+    let mut firsts = FirstCopies::default();
     loop {
         buf.clear();
         if r.read_until(b'\n', &mut buf)
@@ -403,15 +402,8 @@ pub fn write_file(
                 Some(v) => Some(fingerprint(v)),
                 None => content_key(body),
             };
-            match firsts.get(uuid.as_str()) {
-                None => {
-                    firsts.insert(uuid.clone(), key);
-                }
-                Some(first) => {
-                    if first.is_some() && *first == key {
-                        continue;
-                    }
-                }
+            if firsts.repeats(uuid.clone(), key) {
+                continue;
             }
         }
         match edited {
@@ -556,24 +548,44 @@ fn repeating_copies(s: &Session, plan: &Plan<'_>) -> HashSet<usize> {
             .and_then(|b| content_key(&b)),
         (None, None) => None,
     };
-    let mut firsts: HashMap<(usize, &str), Option<String>> = HashMap::default();
+    let mut firsts = FirstCopies::default();
     for (i, m) in s.messages.iter().enumerate() {
         if !plan.drop_copies.contains(m.id.as_str()) {
             continue;
         }
         let file = m.line.map_or(0, |l| l.file_index());
-        match firsts.get(&(file, m.id.as_str())) {
-            None => {
-                firsts.insert((file, m.id.as_str()), key(m));
-            }
-            Some(first) => {
-                if first.is_some() && *first == key(m) {
-                    out.insert(i);
-                }
-            }
+        if firsts.repeats((file, m.id.as_str()), key(m)) {
+            out.insert(i);
         }
     }
     out
+}
+
+/// The content key ([`content_key`], [`fingerprint`]) of the first copy of
+/// each uuid [`Change::DropCopies`] names: [`write_file`] (by uuid, in the
+/// file it writes) and [`repeating_copies`] (by file and uuid) ask it which
+/// later copies repeat the first and go.
+struct FirstCopies<K>(HashMap<K, Option<String>>);
+
+impl<K> Default for FirstCopies<K> {
+    fn default() -> Self {
+        FirstCopies(HashMap::default())
+    }
+}
+
+impl<K: Eq + std::hash::Hash> FirstCopies<K> {
+    /// Whether a copy of `k` whose content key is `key` repeats the first
+    /// copy of `k`. The first copy is recorded and never repeats; a copy
+    /// with no key (a line that could not be read) repeats nothing.
+    fn repeats(&mut self, k: K, key: Option<String>) -> bool {
+        match self.0.entry(k) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(key);
+                false
+            }
+            std::collections::hash_map::Entry::Occupied(e) => e.get().is_some() && *e.get() == key,
+        }
+    }
 }
 
 /// How `edit` looks in the transcript, for the change list.
