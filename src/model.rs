@@ -1218,6 +1218,19 @@ mod tests {
         assert_eq!(std::mem::size_of::<OptMillis>(), 8);
     }
 
+    /// `OptMillis` gives back every time but `i64::MIN` (kept as one
+    /// millisecond later) and tells none from 0.
+    #[test]
+    fn opt_millis_keeps_times_and_none() {
+        for t in [0, 1, -1, 1_764_000_000_000, i64::MAX, i64::MIN + 1] {
+            assert_eq!(OptMillis::from(Some(t)).get(), Some(t));
+        }
+        assert_eq!(OptMillis::from(Some(i64::MIN)).get(), Some(i64::MIN + 1));
+        assert_eq!(OptMillis::from(None).get(), None);
+        assert!(OptMillis::NONE.is_none() && !OptMillis::from(Some(0)).is_none());
+        assert_eq!(format!("{:?}", OptMillis::from(Some(5))), "Some(5)");
+    }
+
     /// An all-zero usage is not boxed; a stored total of 0 is (Codex tells
     /// a reported 0 from none).
     #[test]

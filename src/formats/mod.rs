@@ -1717,6 +1717,30 @@ mod depth_tests {
         );
     }
 
+    /// Line numbers are kept in 32 bits: the last number a `u32` holds is
+    /// read, the line after it is refused with an error that says so (never
+    /// numbered again or wrapped).
+    #[test]
+    fn read_block_refuses_lines_past_the_32_bit_line_numbers() {
+        let text = b"{}\n{}\n{}\n";
+        use crate::formats::{read_block, LineReader};
+        let mut r = LineReader::new(&text[..], text.len() as u64);
+        let (mut n, mut offset) = (crate::model::MAX_LINES - 1, 0u64);
+        let err = read_block(&mut r, 0, &mut n, &mut offset, |l, _| l.number())
+            .expect_err("the line past u32::MAX is refused");
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        assert!(
+            err.to_string().contains("more than 4294967295 lines"),
+            "{err}"
+        );
+        let mut r = LineReader::new(&b"{}\n"[..], 3);
+        let mut n = crate::model::MAX_LINES - 1;
+        let block = read_block(&mut r, 0, &mut n, &mut offset, |l, _| l.number())
+            .expect("the last line number is read")
+            .expect("one line");
+        assert_eq!(block[0].2, crate::model::MAX_LINES);
+    }
+
     /// `too_deep` draws the line exactly where serde_json's tree reader
     /// stops, so every line the loader accepts can be edited.
     #[test]
