@@ -1356,7 +1356,30 @@ pub(crate) fn array_items(json: &str) -> Vec<&str> {
 
 #[cfg(test)]
 mod line_check_tests {
-    use super::{may_hold_surrogate_escape, utf8};
+    use super::{may_hold_surrogate_escape, read_block, utf8, LineReader};
+
+    /// Line numbers are kept in 32 bits: the last number a `u32` holds is
+    /// read, the line after it is refused with an error that says so (never
+    /// numbered again or wrapped).
+    #[test]
+    fn read_block_refuses_lines_past_the_32_bit_line_numbers() {
+        let text = b"{}\n{}\n{}\n";
+        let mut r = LineReader::new(&text[..], text.len() as u64);
+        let (mut n, mut offset) = (crate::model::MAX_LINES - 1, 0u64);
+        let err = read_block(&mut r, 0, &mut n, &mut offset, |l, _| l.number())
+            .expect_err("the line past u32::MAX is refused");
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        assert!(
+            err.to_string().contains("more than 4294967295 lines"),
+            "{err}"
+        );
+        let mut r = LineReader::new(&b"{}\n"[..], 3);
+        let mut n = crate::model::MAX_LINES - 1;
+        let block = read_block(&mut r, 0, &mut n, &mut offset, |l, _| l.number())
+            .expect("the last line number is read")
+            .expect("one line");
+        assert_eq!(block[0].2, crate::model::MAX_LINES);
+    }
 
     /// Any `\uD800` to `\uDFFF` escape, in any case and wherever it is,
     /// sends a line to the tree reader; other escapes and the six bytes
@@ -1715,30 +1738,6 @@ mod depth_tests {
             by_blocks > 10_000 && walked > 1_000,
             "{by_blocks} by blocks, {walked} walked"
         );
-    }
-
-    /// Line numbers are kept in 32 bits: the last number a `u32` holds is
-    /// read, the line after it is refused with an error that says so (never
-    /// numbered again or wrapped).
-    #[test]
-    fn read_block_refuses_lines_past_the_32_bit_line_numbers() {
-        let text = b"{}\n{}\n{}\n";
-        use crate::formats::{read_block, LineReader};
-        let mut r = LineReader::new(&text[..], text.len() as u64);
-        let (mut n, mut offset) = (crate::model::MAX_LINES - 1, 0u64);
-        let err = read_block(&mut r, 0, &mut n, &mut offset, |l, _| l.number())
-            .expect_err("the line past u32::MAX is refused");
-        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
-        assert!(
-            err.to_string().contains("more than 4294967295 lines"),
-            "{err}"
-        );
-        let mut r = LineReader::new(&b"{}\n"[..], 3);
-        let mut n = crate::model::MAX_LINES - 1;
-        let block = read_block(&mut r, 0, &mut n, &mut offset, |l, _| l.number())
-            .expect("the last line number is read")
-            .expect("one line");
-        assert_eq!(block[0].2, crate::model::MAX_LINES);
     }
 
     /// `too_deep` draws the line exactly where serde_json's tree reader

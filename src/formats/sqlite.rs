@@ -216,19 +216,15 @@ impl Snapshot {
             match std::fs::symlink_metadata(&p) {
                 Err(_) => {}
                 Ok(_) => {
-                    // A side file the agent removed in between (a committed
-                    // transaction's -journal) is as good as none.
-                    if let Err(e) = fsx::ensure_regular(&p)
-                        .map(drop)
-                        .or_else(|e| match e.kind() {
-                            std::io::ErrorKind::NotFound => Ok(()),
-                            _ => Err(e),
-                        })
-                    {
-                        bail!(
+                    match fsx::ensure_regular(&p) {
+                        Ok(_) => {}
+                        // Removed in between by the agent (a committed
+                        // transaction's -journal): as good as none.
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => bail!(
                             "{}: {e}; the database cannot be read safely beside it",
                             p.display()
-                        );
+                        ),
                     }
                 }
             }

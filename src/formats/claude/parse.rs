@@ -961,8 +961,8 @@ pub fn load(id: &str, files: &[PathBuf]) -> Result<(Session, Vec<u64>)> {
 
 /// What a tool part takes from its partner ([`tool_links`]).
 enum Took {
-    /// A result's name: its call's.
-    Name(String),
+    /// A result's name: its call's (shared, not copied).
+    Name(Sym),
     /// A call's status: its result's.
     Status(ToolStatus),
 }
@@ -977,7 +977,7 @@ fn tool_links(s: &Session) -> Vec<Took> {
             .flat_map(|m| &m.parts)
             .filter_map(|p| Some((&*p.kind_name == "tool_result", p.tool.as_deref()?)))
     };
-    let mut names: HashMap<&str, &str> = HashMap::default();
+    let mut names: HashMap<&str, &Sym> = HashMap::default();
     let mut results: HashMap<&str, &ToolStatus> = HashMap::default();
     for (is_result, t) in tools() {
         if is_result {
@@ -991,7 +991,7 @@ fn tool_links(s: &Session) -> Vec<Took> {
             true => Took::Name(
                 names
                     .get(&*t.call_id)
-                    .map_or_else(String::new, |n| n.to_string()),
+                    .map_or_else(|| sym(""), |&n| n.clone()),
             ),
             false => Took::Status(
                 results
@@ -1019,7 +1019,7 @@ pub(super) fn finish(s: &mut Session) {
         .zip(took)
     {
         match took {
-            Took::Name(name) => t.name = sym(&name),
+            Took::Name(name) => t.name = name,
             Took::Status(status) => t.status = status,
         }
     }
