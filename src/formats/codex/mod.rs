@@ -40,7 +40,11 @@ pub mod ids {
 
     /// Id of the message of line `n`.
     pub fn line(n: u64) -> Id {
-        eco_format!("L{n}")
+        // Written digits first, not through `format!` (one id per line).
+        let mut id = Id::new();
+        id.push('L');
+        id.push_str(itoa::Buffer::new().format(n));
+        id
     }
 
     /// Id of item `k` of the `replacement_history` of line message `line_id`.
@@ -50,7 +54,10 @@ pub mod ids {
 
     /// Id of part `k` of message `message_id`.
     pub fn part(message_id: &str, k: usize) -> Id {
-        eco_format!("{message_id}#{k}")
+        let mut id = Id::from(message_id);
+        id.push('#');
+        id.push_str(itoa::Buffer::new().format(k));
+        id
     }
 
     /// Id of the note part a compact copy adds to `message_id`.
@@ -449,6 +456,14 @@ mod tests {
         assert_eq!(ids::parse_part("L44.rh3#2"), Some(("L44.rh3", Some(2))));
         assert_eq!(ids::parse_part(&ids::note_part("L9")), Some(("L9", None)));
         assert_eq!(ids::parse_message("msg_x"), None);
+        // The digits are written as `format!` writes them, at the ends of the range too.
+        for n in [1, 9, 10, 2_415_110, u64::MAX] {
+            assert_eq!(ids::line(n), format!("L{n}"));
+            assert_eq!(ids::parse_message(&ids::line(n)), Some((n, None)));
+            for k in [0, 7, 12, usize::MAX] {
+                assert_eq!(ids::part(&ids::line(n), k), format!("L{n}#{k}"));
+            }
+        }
     }
 
     #[test]

@@ -559,9 +559,12 @@ struct TokenInfo<'a> {
     last: Usage,
 }
 
-/// A count's `total_token_usage`: the text of its JSON from the typed read,
-/// or its tree.
+/// A count's `total_token_usage`: from the typed read, read as a
+/// [`FlatTotal`] where it has that shape (on the worker that parsed the
+/// line, so the loader's in-order pass neither copies nor parses it), else
+/// the text of its JSON; or its tree.
 enum Total<'a> {
+    Flat(FlatTotal),
     Raw(Cow<'a, str>),
     Tree(&'a Value),
 }
@@ -1491,7 +1494,12 @@ impl Loader {
     /// that triggered it (`trigger`); a model output becomes the owner of the
     /// next reported usage, and an assistant message's text (`answer_text`)
     /// the answer a following `compacted` line may carry.
-    fn take(&mut self, msgs: Vec<Message>, trigger: Option<u64>, mut answer_text: Option<String>) {
+    fn take(
+        &mut self,
+        msgs: impl IntoIterator<Item = Message>,
+        trigger: Option<u64>,
+        mut answer_text: Option<String>,
+    ) {
         for mut m in msgs {
             let is_marker = m.compaction().is_some();
             if is_marker {
@@ -1571,21 +1579,20 @@ impl Loader {
     /// compared without a tree.
     fn new_total(&mut self, t: Total<'_>) -> bool {
         let cur = match t {
-            Total::Raw(raw) => match FlatTotal::read(&raw) {
-                Some(f) => {
-                    self.prev_total_raw = None;
-                    SeenTotal::Flat(f)
+            Total::Flat(f) => {
+                self.prev_total_raw = None;
+                SeenTotal::Flat(f)
+            }
+            // Not of the flat shape (the typed read tried it).
+            Total::Raw(raw) => {
+                if self.prev_total_raw.as_deref() == Some(&*raw) {
+                    return false;
                 }
-                None => {
-                    if self.prev_total_raw.as_deref() == Some(&*raw) {
-                        return false;
-                    }
-                    // The typed read took this text as JSON, so it parses.
-                    let v = serde_json::from_str(&raw).unwrap_or(Value::Null);
-                    self.prev_total_raw = Some(raw.into_owned().into_boxed_str());
-                    SeenTotal::Tree(v)
-                }
-            },
+                // The typed read took this text as JSON, so it parses.
+                let v = serde_json::from_str(&raw).unwrap_or(Value::Null);
+                self.prev_total_raw = Some(raw.into_owned().into_boxed_str());
+                SeenTotal::Tree(v)
+            }
             Total::Tree(v) => {
                 self.prev_total_raw = None;
                 SeenTotal::Tree(v.clone())
@@ -1816,7 +1823,10 @@ fn typed(e: Envelope<'_>, line: LineRef) -> Option<Pre> {
             window: p.model_context_window.0,
             info: p.info.as_ref().map(|i| TokenInfo {
                 window: i.window,
-                total: i.total.map(|t| Total::Raw(Cow::Owned(t.get().to_string()))),
+                total: i.total.map(|t| match FlatTotal::read(t.get()) {
+                    Some(f) => Total::Flat(f),
+                    None => Total::Raw(Cow::Owned(t.get().to_string())),
+                }),
                 last: i
                     .last
                     .as_ref()
@@ -1877,7 +1887,7 @@ impl Loader {
                         self.s.title = title;
                     }
                     let trigger = self.last_request;
-                    self.take(vec![m], trigger, answer);
+                    self.take(std::iter::once(m), trigger, answer);
                 }
                 Pre::Other { time, o } => {
                     typed += 1;
