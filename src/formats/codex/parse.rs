@@ -1510,7 +1510,10 @@ impl Loader {
                     c.trigger_tokens = trigger;
                 }
             }
-            let top_level = !m.id.contains(".rh");
+            // Of the message ids ([`ids`]), only a `replacement_history`
+            // item's (`L12.rh3`) holds a dot: one byte searched, not a
+            // substring (0.6% of a rollout's instructions, callgrind).
+            let top_level = !m.id.as_bytes().contains(&b'.');
             let output = m.role == Role::Assistant && top_level;
             let i = self.push(m);
             if output || is_marker {
