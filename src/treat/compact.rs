@@ -497,6 +497,22 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
         .map(Some)
         .collect();
     let mut newest: [Option<usize>; 2] = [None, None];
+    // Each visible message's position in the view (only when messages name
+    // parents): a visible message whose parent is dropped continues at the
+    // kept candidate before it in the view, as the agent walks it. File
+    // order differs where the view relinks messages, as Claude Code's
+    // preserved segment under its summary: there the newest candidate
+    // before it in the file was the segment's head, and the copy lost the
+    // rest of the segment from its view (fuzz input claude_transcript-6).
+    let view_pos: Vec<u32> = if s.has_parents() {
+        let mut v = vec![u32::MAX; s.messages.len()];
+        for (k, &i) in s.visible.iter().enumerate() {
+            v[i] = u32::try_from(k).unwrap_or(u32::MAX);
+        }
+        v
+    } else {
+        Vec::new()
+    };
     for &i in &kept_sorted {
         let m = &s.messages[i];
         let pick = |cands: &[Option<usize>]| {
@@ -511,7 +527,17 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
         });
         if let Some(pid) = needs {
             if reparented.insert(m.id.as_str()) {
-                let new = pick(&newest).or_else(|| {
+                let in_view = view_pos
+                    .get(i)
+                    .filter(|&&k| k != u32::MAX)
+                    .map(|&k| k as usize);
+                let before_in_view =
+                    in_view.and_then(|k| {
+                        s.visible[..k].iter().rev().copied().find(|&j| {
+                            !is_dropped[j] && is_candidate(j) && s.messages[j].id != m.id
+                        })
+                    });
+                let new = before_in_view.or_else(|| pick(&newest)).or_else(|| {
                     match s.parent_links {
                         ParentLinks::UserTurn => pick(&oldest),
                         // The first kept message of a chain becomes a root-like
