@@ -499,6 +499,14 @@ mod tests {
         assert!(!parse::looks_like_codex(
             &json!({"type": "user", "parentUuid": null, "sessionId": "x"})
         ));
+        // A damaged session_meta payload is still a rollout's line (fuzz
+        // input whole_codex-2), and Claude Code's parentUuid still is not.
+        assert!(parse::looks_like_codex(
+            &json!({"type": "session_meta", "payload": "AAAA"})
+        ));
+        assert!(!parse::looks_like_codex(
+            &json!({"type": "session_meta", "payload": "AAAA", "parentUuid": null})
+        ));
         assert_eq!(parse::trim_eol(b"{}\r\n"), b"{}");
     }
 

@@ -139,9 +139,18 @@ pub fn classify(v: &Value, first: bool) -> Line<'_> {
 /// `parentUuid` is a damaged Claude Code line, not a Codex header: a
 /// compacted Claude Code copy whose cut left such a line first was read as
 /// a Codex rollout (fuzz input whole_claude-18).
+///
+/// A `session_meta` envelope (without `parentUuid`) is one whatever its
+/// payload holds: a rollout whose first line is a response item may hold a
+/// damaged `session_meta` after it, and a compacted copy that cuts the
+/// items before it starts with that line; the copy was not found as a
+/// Codex rollout (fuzz input whole_codex-2).
 pub fn looks_like_codex(v: &Value) -> bool {
     match classify(v, true) {
-        Line::Meta(p) => p.get("id").is_some() && v.get("parentUuid").is_none(),
+        Line::Meta(p) => {
+            let enveloped = str_at(v, "type") == Some("session_meta") && v.get("payload").is_some();
+            (enveloped || p.get("id").is_some()) && v.get("parentUuid").is_none()
+        }
         Line::Other { ty, .. } => {
             v.get("payload").is_some() && matches!(ty.as_str(), "event_msg" | "turn_context")
         }
