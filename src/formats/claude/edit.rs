@@ -7,7 +7,7 @@
 //! field it had, unknown ones included.
 
 use super::field;
-use super::parse::{content_key, fingerprint, finish, parse_line, problem_id, read_line_at};
+use super::parse::{content_key, fingerprint, finish, parse_line, problem_id, LineFiles};
 use crate::edit::{truncate_strings, Change, Edit, StoredChange, TextField};
 use crate::model::{Id, Message, ProblemKind, Session};
 use anyhow::{anyhow, bail, Context, Result};
@@ -431,6 +431,7 @@ type EditJob<'a> = (usize, &'a str, &'a [&'a Change]);
 /// held (a change to a content block it lacks is left to another copy).
 fn edited_message(
     out: &Session,
+    files: &LineFiles<'_>,
     i: usize,
     id: &str,
     changes: &[&Change],
@@ -441,7 +442,7 @@ fn edited_message(
     let mut v: Value = match m.raw() {
         Some(raw) => raw.clone(),
         None => {
-            let bytes = read_line_at(path, line.offset, line.bytes)?;
+            let bytes = files.read(line)?;
             line_value(&bytes).with_context(|| format!("{}: line {}", path.display(), line.line))?
         }
     };
@@ -486,13 +487,15 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
         jobs.extend(idx.into_iter().map(|i| Ok((i, *id, changes.as_slice()))));
     }
     type Edited<'a> = (usize, &'a str, Message, Vec<bool>);
+    let files = LineFiles::new(&out.files);
     let edited: Vec<Result<Edited<'_>>> = jobs
         .into_par_iter()
         .map(|job| {
             let (i, id, changes) = job?;
-            edited_message(&out, i, id, changes).map(|(m, held)| (i, id, m, held))
+            edited_message(&out, &files, i, id, changes).map(|(m, held)| (i, id, m, held))
         })
         .collect();
+    drop(files);
     // Which changes of each id some copy of it held.
     let mut held: HashMap<&str, Vec<bool>> = HashMap::default();
     for e in edited {
@@ -541,11 +544,10 @@ fn repeating_copies(s: &Session, plan: &Plan<'_>) -> HashSet<usize> {
     if plan.drop_copies.is_empty() {
         return out;
     }
+    let files = LineFiles::new(&s.files);
     let key = |m: &Message| match (m.raw(), m.line) {
         (Some(v), _) => Some(fingerprint(v)),
-        (None, Some(l)) => read_line_at(&s.files[l.file_index()], l.offset, l.bytes)
-            .ok()
-            .and_then(|b| content_key(&b)),
+        (None, Some(l)) => files.read(l).ok().and_then(|b| content_key(&b)),
         (None, None) => None,
     };
     let mut firsts = FirstCopies::default();

@@ -29,7 +29,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::io::{Read, Seek};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 #[cfg(test)]
@@ -672,13 +672,17 @@ struct Titles {
 pub(super) fn content_key(line: &[u8]) -> Option<String> {
     serde_json::from_slice::<Value>(line.trim_ascii_end())
         .ok()
-        .map(|v| fingerprint(&v))
+        .map(fingerprint_owned)
 }
 
 /// Content of a line with the bookkeeping fields that differ between
 /// re-written copies removed (`slug`, `promptId`, `timestamp`).
 pub(super) fn fingerprint(v: &Value) -> String {
-    let mut v = v.clone();
+    fingerprint_owned(v.clone())
+}
+
+/// [`fingerprint`] of a line's JSON the caller no longer needs (not copied).
+fn fingerprint_owned(mut v: Value) -> String {
     if let Some(o) = v.as_object_mut() {
         for k in ["slug", "promptId", "timestamp"] {
             o.remove(k);
@@ -687,15 +691,41 @@ pub(super) fn fingerprint(v: &Value) -> String {
     v.to_string()
 }
 
-/// Re-reads the line at `offset` (`bytes` long) of `path`.
-pub(super) fn read_line_at(path: &Path, offset: u64, bytes: u64) -> Result<Vec<u8>> {
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    f.seek(std::io::SeekFrom::Start(offset))?;
-    let mut buf = vec![0; bytes as usize];
-    f.read_exact(&mut buf)
-        .with_context(|| format!("{}: cannot read at byte {offset}", path.display()))?;
-    Ok(buf)
+/// Read-only handles of a session's files, each opened at its first use
+/// and shared by every worker, to read lines again by offset (`pread`):
+/// opening a file per line re-read was 4 system calls a line.
+pub(super) struct LineFiles<'a> {
+    paths: &'a [PathBuf],
+    handles: Vec<std::sync::OnceLock<std::result::Result<std::fs::File, String>>>,
+}
+
+impl<'a> LineFiles<'a> {
+    /// Handles for `paths` (a session's `files`), none opened yet.
+    pub(super) fn new(paths: &'a [PathBuf]) -> LineFiles<'a> {
+        LineFiles {
+            paths,
+            handles: paths.iter().map(|_| Default::default()).collect(),
+        }
+    }
+
+    /// The bytes of line `l` (its `bytes` at its `offset`, line ending
+    /// included). Errors: a file index past the session's files, the open's
+    /// or the read's error, each naming the file.
+    pub(super) fn read(&self, l: LineRef) -> Result<Vec<u8>> {
+        let k = l.file_index();
+        let (path, cell) = self
+            .paths
+            .get(k)
+            .zip(self.handles.get(k))
+            .with_context(|| format!("no file {k} in the session"))?;
+        let f = cell
+            .get_or_init(|| crate::fsx::open_regular(path).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", path.display()))?;
+        let len = usize::try_from(l.bytes)?;
+        crate::fsx::read_at(f, l.offset, len)
+            .with_context(|| format!("{}: cannot read at byte {}", path.display(), l.offset))
+    }
 }
 
 /// The id a torn last line gets in [`LoadProblem::id`] (and in the edit that drops it).
@@ -841,7 +871,9 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     let lines = crate::formats::estimate_lines(&f, file_len)
         .with_context(|| format!("{}: cannot read", path.display()))?;
     s.messages.reserve(usize::try_from(lines).unwrap_or(0));
-    let mut r = crate::formats::LineReader::new(f.take(file_len), file_len);
+    // Read through a borrow: the lines of a repeated uuid are read again
+    // from the same handle (`pread`), while the next block is read.
+    let mut r = crate::formats::LineReader::new((&f).take(file_len), file_len);
     let mut offset = 0u64;
     let mut n = 0u64;
     // uuid -> its first message in this file
@@ -854,7 +886,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
         let before = n;
         let (next, ()) = rayon::join(
             || crate::formats::read_block(&mut r, fi, &mut n, &mut offset, read),
-            || take_block(s, block, path, &mut seen, titles),
+            || take_block(s, block, (path, &f), &mut seen, titles),
         );
         pending = next.with_context(|| cannot_read(before))?;
     }
@@ -866,7 +898,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
 fn take_block(
     s: &mut Session,
     block: Block,
-    path: &Path,
+    (path, file): (&Path, &std::fs::File),
     seen: &mut FirstIds<rustc_hash::FxBuildHasher>,
     titles: &mut Titles,
 ) {
@@ -904,10 +936,14 @@ fn take_block(
                     .and_then(|f| f.line);
                 if let Some(first) = first {
                     // Both lines are read again (a repeated id is rare):
-                    // the block's buffer is not kept.
+                    // the block's buffer is not kept. From the load's own
+                    // handle: opening the file twice per repeated uuid was
+                    // 4 system calls a line, 18k opens on the many-sessions
+                    // benchmark.
                     let key = |l: LineRef| {
-                        read_line_at(path, l.offset, l.bytes)
+                        usize::try_from(l.bytes)
                             .ok()
+                            .and_then(|len| crate::fsx::read_at(file, l.offset, len).ok())
                             .and_then(|b| content_key(&b))
                     };
                     let same = key(first).is_some_and(|f| Some(f) == key(line));
