@@ -113,6 +113,10 @@ struct Sniff {
     nothing_parsed: bool,
     /// `sessionId` of the first line that has one.
     session_id: Option<String>,
+    /// Read on until a transcript line names its session (only an
+    /// `agent-*.jsonl` asks which session it belongs to); else the sniff
+    /// ends at the first transcript line.
+    need_session: bool,
 }
 
 /// A transcript line: an object with `parentUuid` (possibly null) or a
@@ -150,7 +154,10 @@ fn sniff_value(line: &[u8]) -> Option<Value> {
 
 impl Sniff {
     /// Takes one line (`buf`, its line ending left on); answers whether the
-    /// sniff is done (a transcript line that names its session).
+    /// sniff is done: a transcript line, which names its session when
+    /// [`Sniff::need_session`] (a file whose first line is a `summary` or
+    /// `file-history-snapshot` line was opened again and read on to its
+    /// first message, which nothing but an `agent-*` file's owner needs).
     fn take(&mut self, buf: &[u8]) -> bool {
         let Some(v) = sniff_value(buf) else {
             return false;
@@ -166,15 +173,16 @@ impl Sniff {
                     .and_then(Value::as_str)
                     .map(str::to_string);
             }
-            return self.session_id.is_some();
+            return self.session_id.is_some() || !self.need_session;
         }
         false
     }
 }
 
-/// Reads up to [`SNIFF_LINES`] lines (and at most about 4 MB) of `p`.
+/// Reads up to [`SNIFF_LINES`] lines (and at most about 4 MB) of `p`, on to
+/// a line that names the session.
 fn sniff(p: &Path) -> Result<Sniff> {
-    sniff_from(p, None)
+    sniff_from(p, None, true)
 }
 
 /// Lines sniffed at most.
@@ -182,13 +190,15 @@ const SNIFF_LINES: usize = 50;
 
 /// [`sniff`], with the file's first line already read (`first`, complete:
 /// see [`super::FirstLine`]); the file is opened only when more lines are
-/// needed, and read from after that line.
-fn sniff_from(p: &Path, first: Option<&[u8]>) -> Result<Sniff> {
+/// needed, and read from after that line. `need_session`: see
+/// [`Sniff::need_session`].
+fn sniff_from(p: &Path, first: Option<&[u8]>, need_session: bool) -> Result<Sniff> {
     use std::io::{Seek, SeekFrom};
     let mut out = Sniff {
         claude: false,
         nothing_parsed: true,
         session_id: None,
+        need_session,
     };
     let mut read = 0usize;
     let mut lines = 0;
@@ -249,13 +259,14 @@ fn open_probed(probe: &super::Probe<'_>) -> Result<Option<Box<dyn Store>>> {
         return Ok(None);
     }
     let first = probe.first_line()?;
-    let s = sniff_from(p, first.complete.then_some(first.bytes.as_slice()))?;
     let id = stem(p);
+    let agent = id.starts_with("agent-");
+    let s = sniff_from(p, first.complete.then_some(first.bytes.as_slice()), agent)?;
     let empty_or_broken = s.nothing_parsed && uuid_like(&id);
     if !s.claude && !empty_or_broken {
         return Ok(None);
     }
-    if id.starts_with("agent-") {
+    if agent {
         if let Some(sid) = &s.session_id {
             if sid != &id && parent.join(format!("{sid}.jsonl")).is_file() {
                 return Ok(None);
@@ -547,12 +558,23 @@ mod tests {
             let probe = crate::formats::Probe::new(p);
             let first = probe.first_line().unwrap();
             assert!(first.complete);
-            let from_probe = sniff_from(p, Some(&first.bytes)).unwrap();
-            assert_eq!(from_probe, sniff(p).unwrap(), "{}", p.display());
+            let from_probe = sniff_from(p, Some(&first.bytes), true).unwrap();
+            let whole = sniff(p).unwrap();
+            assert_eq!(from_probe, whole, "{}", p.display());
+            // A sniff that need not find the session answers whether the
+            // file is a transcript as the whole sniff does.
+            let quick = sniff_from(p, Some(&first.bytes), false).unwrap();
+            assert_eq!(
+                (quick.claude, quick.claude || quick.nothing_parsed),
+                (whole.claude, whole.claude || whole.nothing_parsed),
+                "{}",
+                p.display()
+            );
             let mut one = Sniff {
                 claude: false,
                 nothing_parsed: true,
                 session_id: None,
+                need_session: true,
             };
             if one.take(&first.bytes) {
                 decided_at_one += 1;
