@@ -96,23 +96,11 @@ pub fn open_regular(p: &Path) -> io::Result<File> {
 /// Reads `len` bytes of `f` at byte `offset` without moving its position
 /// (`pread`: the handle may be read in order on another thread meanwhile).
 /// Errors: the read's; `UnexpectedEof` when the file holds fewer bytes.
+#[cfg(unix)]
 pub fn read_at(f: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
     let mut buf = vec![0; len];
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        f.read_exact_at(&mut buf, offset)?;
-    }
-    #[cfg(not(unix))]
-    {
-        use std::io::{Seek, SeekFrom};
-        let mut g = f.try_clone()?;
-        let at = g.stream_position()?;
-        g.seek(SeekFrom::Start(offset))?;
-        let r = g.read_exact(&mut buf);
-        g.seek(SeekFrom::Start(at))?;
-        r?;
-    }
+    f.read_exact_at(&mut buf, offset)?;
     Ok(buf)
 }
 

@@ -431,7 +431,7 @@ type EditJob<'a> = (usize, &'a str, &'a [&'a Change]);
 /// held (a change to a content block it lacks is left to another copy).
 fn edited_message(
     out: &Session,
-    files: &LineFiles<'_>,
+    files: &LineFiles,
     i: usize,
     id: &str,
     changes: &[&Change],

@@ -693,17 +693,32 @@ fn fingerprint_owned(mut v: Value) -> String {
 
 /// Read-only handles of a session's files, each opened at its first use
 /// and shared by every worker, to read lines again by offset (`pread`):
-/// opening a file per line re-read was 4 system calls a line.
-pub(super) struct LineFiles<'a> {
-    paths: &'a [PathBuf],
-    handles: Vec<std::sync::OnceLock<std::result::Result<std::fs::File, String>>>,
+/// opening a file per line re-read was 4 system calls a line (18k opens of
+/// the 1 GB many-sessions benchmark). Elsewhere than Unix, a handle is
+/// locked, positioned and read.
+pub(super) struct LineFiles {
+    paths: Vec<PathBuf>,
+    handles: Vec<std::sync::OnceLock<std::result::Result<Handle, String>>>,
 }
 
-impl<'a> LineFiles<'a> {
+#[cfg(unix)]
+type Handle = std::fs::File;
+#[cfg(not(unix))]
+type Handle = std::sync::Mutex<std::fs::File>;
+
+/// The [`Handle`] of an opened file.
+fn handle(f: std::fs::File) -> Handle {
+    #[cfg(unix)]
+    return f;
+    #[cfg(not(unix))]
+    return std::sync::Mutex::new(f);
+}
+
+impl LineFiles {
     /// Handles for `paths` (a session's `files`), none opened yet.
-    pub(super) fn new(paths: &'a [PathBuf]) -> LineFiles<'a> {
+    pub(super) fn new(paths: &[PathBuf]) -> LineFiles {
         LineFiles {
-            paths,
+            paths: paths.to_vec(),
             handles: paths.iter().map(|_| Default::default()).collect(),
         }
     }
@@ -719,12 +734,28 @@ impl<'a> LineFiles<'a> {
             .zip(self.handles.get(k))
             .with_context(|| format!("no file {k} in the session"))?;
         let f = cell
-            .get_or_init(|| crate::fsx::open_regular(path).map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                crate::fsx::open_regular(path)
+                    .map(handle)
+                    .map_err(|e| e.to_string())
+            })
             .as_ref()
             .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", path.display()))?;
         let len = usize::try_from(l.bytes)?;
-        crate::fsx::read_at(f, l.offset, len)
-            .with_context(|| format!("{}: cannot read at byte {}", path.display(), l.offset))
+        let at = || format!("{}: cannot read at byte {}", path.display(), l.offset);
+        #[cfg(unix)]
+        let bytes = crate::fsx::read_at(f, l.offset, len).with_context(at)?;
+        #[cfg(not(unix))]
+        let bytes = {
+            use std::io::Seek;
+            let mut f = f.lock().map_err(|_| anyhow::anyhow!("{}", at()))?;
+            f.seek(std::io::SeekFrom::Start(l.offset))
+                .with_context(at)?;
+            let mut buf = vec![0; len];
+            f.read_exact(&mut buf).with_context(at)?;
+            buf
+        };
+        Ok(bytes)
     }
 }
 
@@ -871,9 +902,10 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     let lines = crate::formats::estimate_lines(&f, file_len)
         .with_context(|| format!("{}: cannot read", path.display()))?;
     s.messages.reserve(usize::try_from(lines).unwrap_or(0));
-    // Read through a borrow: the lines of a repeated uuid are read again
-    // from the same handle (`pread`), while the next block is read.
-    let mut r = crate::formats::LineReader::new((&f).take(file_len), file_len);
+    let mut r = crate::formats::LineReader::new(f.take(file_len), file_len);
+    // The lines of a repeated uuid are read again through handles of
+    // their own, opened once (`s.files` holds this file at index `fi`).
+    let again = LineFiles::new(&s.files);
     let mut offset = 0u64;
     let mut n = 0u64;
     // uuid -> its first message in this file
@@ -886,7 +918,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
         let before = n;
         let (next, ()) = rayon::join(
             || crate::formats::read_block(&mut r, fi, &mut n, &mut offset, read),
-            || take_block(s, block, (path, &f), &mut seen, titles),
+            || take_block(s, block, (path, &again), &mut seen, titles),
         );
         pending = next.with_context(|| cannot_read(before))?;
     }
@@ -898,7 +930,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
 fn take_block(
     s: &mut Session,
     block: Block,
-    (path, file): (&Path, &std::fs::File),
+    (path, again): (&Path, &LineFiles),
     seen: &mut FirstIds<rustc_hash::FxBuildHasher>,
     titles: &mut Titles,
 ) {
@@ -936,16 +968,8 @@ fn take_block(
                     .and_then(|f| f.line);
                 if let Some(first) = first {
                     // Both lines are read again (a repeated id is rare):
-                    // the block's buffer is not kept. From the load's own
-                    // handle: opening the file twice per repeated uuid was
-                    // 4 system calls a line, 18k opens on the many-sessions
-                    // benchmark.
-                    let key = |l: LineRef| {
-                        usize::try_from(l.bytes)
-                            .ok()
-                            .and_then(|len| crate::fsx::read_at(file, l.offset, len).ok())
-                            .and_then(|b| content_key(&b))
-                    };
+                    // the block's buffer is not kept.
+                    let key = |l: LineRef| again.read(l).ok().and_then(|b| content_key(&b));
                     let same = key(first).is_some_and(|f| Some(f) == key(line));
                     s.duplicate_ids.push(DuplicateId {
                         id: m.id.to_string(),
