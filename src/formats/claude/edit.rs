@@ -7,8 +7,9 @@
 //! field it had, unknown ones included.
 
 use super::field;
-use super::parse::{content_key, fingerprint, finish, parse_line, problem_id, LineFiles};
+use super::parse::{content_key, fingerprint, finish, parse_line, problem_id};
 use crate::edit::{truncate_strings, Change, Edit, StoredChange, TextField};
+use crate::formats::LineFiles;
 use crate::model::{Id, Message, ProblemKind, Session};
 use anyhow::{anyhow, bail, Context, Result};
 use rayon::prelude::*;

@@ -691,74 +691,6 @@ fn fingerprint_owned(mut v: Value) -> String {
     v.to_string()
 }
 
-/// Read-only handles of a session's files, each opened at its first use
-/// and shared by every worker, to read lines again by offset (`pread`):
-/// opening a file per line re-read was 4 system calls a line (18k opens of
-/// the 1 GB many-sessions benchmark). Elsewhere than Unix, a handle is
-/// locked, positioned and read.
-pub(super) struct LineFiles {
-    paths: Vec<PathBuf>,
-    handles: Vec<std::sync::OnceLock<std::result::Result<Handle, String>>>,
-}
-
-#[cfg(unix)]
-type Handle = std::fs::File;
-#[cfg(not(unix))]
-type Handle = std::sync::Mutex<std::fs::File>;
-
-/// The [`Handle`] of an opened file.
-fn handle(f: std::fs::File) -> Handle {
-    #[cfg(unix)]
-    return f;
-    #[cfg(not(unix))]
-    return std::sync::Mutex::new(f);
-}
-
-impl LineFiles {
-    /// Handles for `paths` (a session's `files`), none opened yet.
-    pub(super) fn new(paths: &[PathBuf]) -> LineFiles {
-        LineFiles {
-            paths: paths.to_vec(),
-            handles: paths.iter().map(|_| Default::default()).collect(),
-        }
-    }
-
-    /// The bytes of line `l` (its `bytes` at its `offset`, line ending
-    /// included). Errors: a file index past the session's files, the open's
-    /// or the read's error, each naming the file.
-    pub(super) fn read(&self, l: LineRef) -> Result<Vec<u8>> {
-        let k = l.file_index();
-        let (path, cell) = self
-            .paths
-            .get(k)
-            .zip(self.handles.get(k))
-            .with_context(|| format!("no file {k} in the session"))?;
-        let f = cell
-            .get_or_init(|| {
-                crate::fsx::open_regular(path)
-                    .map(handle)
-                    .map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", path.display()))?;
-        let len = usize::try_from(l.bytes)?;
-        let at = || format!("{}: cannot read at byte {}", path.display(), l.offset);
-        #[cfg(unix)]
-        let bytes = crate::fsx::read_at(f, l.offset, len).with_context(at)?;
-        #[cfg(not(unix))]
-        let bytes = {
-            use std::io::Seek;
-            let mut f = f.lock().map_err(|_| anyhow::anyhow!("{}", at()))?;
-            f.seek(std::io::SeekFrom::Start(l.offset))
-                .with_context(at)?;
-            let mut buf = vec![0; len];
-            f.read_exact(&mut buf).with_context(at)?;
-            buf
-        };
-        Ok(bytes)
-    }
-}
-
 /// The id a torn last line gets in [`LoadProblem::id`] (and in the edit that drops it).
 pub(super) fn problem_id(path: &Path, line: u64) -> String {
     format!("{}:{line}", file_name(path))
@@ -905,7 +837,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     let mut r = crate::formats::LineReader::new(f.take(file_len), file_len);
     // The lines of a repeated uuid are read again through handles of
     // their own, opened once (`s.files` holds this file at index `fi`).
-    let again = LineFiles::new(&s.files);
+    let again = crate::formats::LineFiles::new(&s.files);
     let mut offset = 0u64;
     let mut n = 0u64;
     // uuid -> its first message in this file
@@ -918,7 +850,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
         let before = n;
         let (next, ()) = rayon::join(
             || crate::formats::read_block(&mut r, fi, &mut n, &mut offset, read),
-            || take_block(s, block, (path, &again), &mut seen, titles),
+            || take_block(s, block, path, &again, &mut seen, titles),
         );
         pending = next.with_context(|| cannot_read(before))?;
     }
@@ -930,7 +862,8 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
 fn take_block(
     s: &mut Session,
     block: Block,
-    (path, again): (&Path, &LineFiles),
+    path: &Path,
+    again: &crate::formats::LineFiles,
     seen: &mut FirstIds<rustc_hash::FxBuildHasher>,
     titles: &mut Titles,
 ) {

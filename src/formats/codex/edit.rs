@@ -28,7 +28,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Seek, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
 /// Whether an edited line is for the model (dropped `replacement_history`
@@ -366,13 +366,11 @@ fn cleaned(v: &Value) -> Value {
     v
 }
 
-/// Reads line `l` of `path` by its byte offset.
-fn read_line(path: &Path, l: LineRef) -> Result<Value> {
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    f.seek(std::io::SeekFrom::Start(l.offset))?;
-    let mut buf = vec![0u8; l.bytes as usize];
-    f.read_exact(&mut buf)
+/// Reads line `l` of the rollout (`files`, its one file `path`) by its byte
+/// offset.
+fn read_line(files: &crate::formats::LineFiles, path: &Path, l: LineRef) -> Result<Value> {
+    let buf = files
+        .read(l)
         .with_context(|| format!("{}: cannot re-read line {}", path.display(), l.line))?;
     serde_json::from_slice(super::parse::trim_eol(&buf))
         .with_context(|| format!("{}:line {}: no longer valid JSON", path.display(), l.line))
@@ -434,13 +432,14 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
         todo.push((*line, a, b));
     }
     todo.sort_by_key(|t| std::cmp::Reverse(t.1));
+    let files = crate::formats::LineFiles::new(std::slice::from_ref(&out.source));
     for (line, a, b) in todo {
         let lr = out.messages[b]
             .line
             .expect("messages of a line have a line ref");
         let mut v = match out.messages[b].raw() {
             Some(raw) => raw.clone(),
-            None => read_line(&out.source, lr)?,
+            None => read_line(&files, &out.source, lr)?,
         };
         edit_line(&mut v, &plans.edits[&line], Mode::Model)?;
         let nl = LineRef {
