@@ -430,56 +430,53 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     // Every stored copy of a kept id stays (a format keeps one entry per id).
     // When no two messages share an id (every Codex rollout, most sessions),
     // that is `keep` itself: no set of every id is built, as a cut of a huge
-    // session drops millions of messages.
+    // session drops millions of messages. The dropped messages are a flag per
+    // message, not a list of their indexes: a list of 2 million indexes
+    // (16 MB, and twice that while it grew) was held at the peak of a cut of
+    // the 1 GB rollout of benches/.
     let unique = s.ids_unique();
-    let dropped: Vec<usize> = if unique {
-        (0..s.messages.len()).filter(|&i| !keep[i]).collect()
+    let is_dropped: Vec<bool> = if unique {
+        let mut d = keep;
+        d.iter_mut().for_each(|k| *k = !*k);
+        d
     } else {
         let kept_ids: HashSet<&str> = (0..s.messages.len())
             .filter(|&i| keep[i])
             .map(|i| s.messages[i].id.as_str())
             .collect();
-        (0..s.messages.len())
-            .filter(|&i| !kept_ids.contains(s.messages[i].id.as_str()))
+        s.messages
+            .iter()
+            .map(|m| !kept_ids.contains(m.id.as_str()))
             .collect()
     };
-    if dropped.is_empty() {
+    let dropped_count = is_dropped.iter().filter(|&&d| d).count();
+    if dropped_count == 0 {
         return Vec::new();
     }
-    let is_dropped = {
-        let mut d = keep;
-        d.fill(false);
-        for &i in &dropped {
-            d[i] = true;
-        }
-        d
-    };
+    let dropped = || (0..s.messages.len()).filter(|&i| is_dropped[i]);
     // The dropped ids a kept message's parent may name: none to look up
     // when no message names a parent (Codex).
     let dropped_ids: HashSet<&str> = if s.has_parents() {
-        dropped.iter().map(|&i| s.messages[i].id.as_str()).collect()
+        dropped().map(|i| s.messages[i].id.as_str()).collect()
     } else {
         HashSet::default()
     };
-    // One drop per id: the edit names the id, which covers every copy.
-    let mut out: Vec<Edit> = Vec::new();
-    if unique {
-        out.reserve_exact(dropped.len() + 1);
-        for &i in &dropped {
-            out.push(edit(&sid, &s.messages[i].id, Change::DropMessage));
-        }
-    } else {
-        let mut seen: HashSet<&str> = HashSet::default();
-        for &i in &dropped {
-            let id = s.messages[i].id.as_str();
-            if seen.insert(id) {
-                out.push(edit(&sid, id, Change::DropMessage));
-            }
+    // One drop per id: the edit names the id, which covers every copy. The
+    // list is sized for the drops and a note; the parent changes after them
+    // are gathered apart and added at one exact growth (a list of millions
+    // of edits that outgrew its room would be copied into one twice its size).
+    let mut out: Vec<Edit> = Vec::with_capacity(dropped_count + 1);
+    let mut seen: HashSet<&str> = HashSet::default();
+    for i in dropped() {
+        let id = &s.messages[i].id;
+        if unique || seen.insert(id.as_str()) {
+            out.push(edit(&sid, id, Change::DropMessage));
         }
     }
     let preserved: HashSet<&str> = s.preserved_ids();
     let kept_sorted: Vec<usize> = (0..s.messages.len()).filter(|&i| !is_dropped[i]).collect();
     let mut reparented: HashSet<&str> = HashSet::default();
+    let mut reparents: Vec<Edit> = Vec::new();
     let is_candidate = |k: usize| {
         let c = &s.messages[k];
         match s.parent_links {
@@ -546,7 +543,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
                     }
                 });
                 if let Some(k) = new {
-                    out.push(edit(
+                    reparents.push(edit(
                         &sid,
                         &m.id,
                         Change::SetParent {
@@ -561,19 +558,18 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
             newest = [Some(i), newest[0]];
         }
     }
+    out.reserve_exact(reparents.len() + usize::from(keep_turns.is_some()));
+    out.append(&mut reparents);
     if keep_turns.is_some() {
         if let Some(&first_user) = kept_sorted.iter().find(|&&k| s.messages[k].is_prompt()) {
-            let turns = dropped
-                .iter()
-                .filter(|&&i| s.messages[i].is_prompt())
-                .count();
+            let turns = dropped().filter(|&i| s.messages[i].is_prompt()).count();
             out.push(edit(
                 &sid,
                 &s.messages[first_user].id,
                 Change::AddNote {
                     text: format!(
                         "[session-doctor compact: {} earlier messages ({turns} user turns) were removed from this session to fit the model budget]",
-                        dropped.len()
+                        dropped_count
                     ),
                 },
             ));
