@@ -74,6 +74,13 @@ pub fn ensure_regular(p: &Path) -> io::Result<std::fs::Metadata> {
 /// opening and again on the open handle (a path swapped for a FIFO in
 /// between is refused, and the open never blocks: `O_NONBLOCK`).
 pub fn open_regular(p: &Path) -> io::Result<File> {
+    open_regular_sized(p).map(|(f, _)| f)
+}
+
+/// [`open_regular`], with the file's length in bytes when it was opened
+/// (from the handle's own `stat`, which the type check makes anyway: a
+/// loader that asked for the length after the open made a second one).
+pub fn open_regular_sized(p: &Path) -> io::Result<(File, u64)> {
     ensure_regular(p)?;
     let mut opts = std::fs::OpenOptions::new();
     opts.read(true);
@@ -90,7 +97,7 @@ pub fn open_regular(p: &Path) -> io::Result<File> {
             format!("{} (expected a regular file)", type_name(&md.file_type())),
         ));
     }
-    Ok(f)
+    Ok((f, md.len()))
 }
 
 /// Reads `len` bytes of `f` at byte `offset` without moving its position

@@ -198,7 +198,7 @@ pub fn write(
         .iter()
         .zip(&refused)
         .filter(|(_, r)| r.is_none())
-        .map(|(p, _)| e.stores[p.store].input_bytes())
+        .map(|(p, _)| e.store_bytes(p.store))
         .sum();
     e.progress.grow(copy_bytes);
     // Err((refused, why)): refused by the folder's state, or failed while writing.
@@ -226,7 +226,7 @@ pub fn write(
                     .unwrap_or(Ok(()))
                     .and_then(|_| c.write_copy(&p.dest, &p.edits, replace))
                     .map_err(|err| (false, format!("{err:#}")));
-                e.progress.inc(store.input_bytes());
+                e.progress.inc(e.store_bytes(p.store));
                 r
             })
             .collect()

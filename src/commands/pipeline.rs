@@ -114,6 +114,12 @@ pub struct Engine {
     pub settings: Settings,
     pool: rayon::ThreadPool,
     pub progress: Progress,
+    /// Bytes of input of each store ([`crate::formats::Store::input_bytes`],
+    /// by index into `stores`), asked once: each ask is a `stat` of every
+    /// file of the store, and the progress bar, the per-session sizes and
+    /// the copies' progress all need it (three `stat`s of each of the 5,900
+    /// files of the many-sessions benchmark, where one does).
+    store_bytes: Vec<u64>,
 }
 
 impl Engine {
@@ -134,15 +140,23 @@ impl Engine {
         if let Err(e) = crate::budget::check_models_json(&settings.limits) {
             problems.error(e);
         }
-        let total = pool.install(|| d.stores.par_iter().map(|s| s.input_bytes()).sum());
+        let store_bytes: Vec<u64> =
+            pool.install(|| d.stores.par_iter().map(|s| s.input_bytes()).collect());
         Ok(Engine {
             stores: d.stores,
             problems,
             inputs: paths,
             settings,
             pool,
-            progress: Progress::new(total),
+            progress: Progress::new(store_bytes.iter().sum()),
+            store_bytes,
         })
+    }
+
+    /// Bytes of input of store `i` (an index into [`Engine::stores`]) when
+    /// the stores were found.
+    pub fn store_bytes(&self, i: usize) -> u64 {
+        self.store_bytes.get(i).copied().unwrap_or(0)
     }
 
     /// Every session of every store (or only `only`), in store order then
@@ -171,7 +185,7 @@ impl Engine {
             match r {
                 Ok(ids) => {
                     let n = ids.len().max(1) as u64;
-                    let bytes = store.input_bytes() / n;
+                    let bytes = self.store_bytes(i) / n;
                     for id in ids {
                         items.push(Item {
                             store: i,

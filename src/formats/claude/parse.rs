@@ -825,12 +825,8 @@ type Block = crate::formats::ReadBlock<LineRead>;
 /// core of the current thread pool ([`crate::formats::read_block`]), so the
 /// session is the same for any number of threads.
 fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Result<u64> {
-    let f = crate::fsx::open_regular(path)
+    let (f, file_len) = crate::fsx::open_regular_sized(path)
         .with_context(|| format!("{}: cannot open", path.display()))?;
-    let file_len = f
-        .metadata()
-        .with_context(|| format!("{}: cannot read", path.display()))?
-        .len();
     let lines = crate::formats::estimate_lines(&f, file_len)
         .with_context(|| format!("{}: cannot read", path.display()))?;
     s.messages.reserve(usize::try_from(lines).unwrap_or(0));

@@ -301,12 +301,8 @@ impl Store for CodexStore {
 
     fn load(&self, id: &str) -> Result<Session> {
         use std::io::Read;
-        let f = crate::fsx::open_regular(&self.path)
+        let (f, len) = crate::fsx::open_regular_sized(&self.path)
             .with_context(|| format!("{}: cannot open", self.path.display()))?;
-        let len = f
-            .metadata()
-            .with_context(|| format!("{}: cannot read", self.path.display()))?
-            .len();
         let lines = crate::formats::estimate_lines(&f, len)
             .with_context(|| format!("{}: cannot read", self.path.display()))?;
         let mut s = parse::load_sized(
