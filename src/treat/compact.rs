@@ -375,9 +375,13 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
 /// `--keep-turns N`), every message stored after the newest kept compaction
 /// marker (or after the first kept message) even when the agent does not send
 /// it (Claude Code progress and hook lines), and every sidechain (sub-agent)
-/// message. A kept message whose parent is dropped gets the newest earlier
-/// kept user message (user-turn links) or the newest earlier kept user or
-/// assistant message (chains); messages the kept compaction preserves are
+/// message. A kept message whose parent is dropped gets a new parent: the
+/// kept candidate before it in the agent's view (a user message for
+/// user-turn links; a user or assistant message outside sidechains for
+/// chains), when the session's messages name parents and it is in view;
+/// else the newest kept candidate before it in stored order; else, for
+/// user-turn links, the oldest kept user message (a chain's first kept
+/// message is left a root). Messages the kept compaction preserves are
 /// kept, in view or not, and left as they are: the agent relinks them itself.
 fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     let sid = Sym::from(s.id.as_str());
