@@ -1267,14 +1267,29 @@ impl<R: std::io::Read> LineReader<R> {
     }
 }
 
+/// The most handles one [`LineFiles`] keeps open: a session of more files
+/// (Claude Code writes one per sub-agent; thousands are possible) reads the
+/// lines of the others through a handle opened for that read and closed
+/// after it, so the open files stay far below the usual limit of 1,024 a
+/// process whatever the number of workers.
+pub(crate) const MAX_KEPT_OPEN: usize = 64;
+
 /// Read-only handles of a session's JSONL files, each opened at its first
 /// use and shared by every worker, to read lines again by their
 /// [`LineRef`] (`pread`): opening a file per line re-read was 4 system
-/// calls a line (18k opens of the 1 GB many-sessions benchmark). Elsewhere than Unix, a handle is
-/// locked, positioned and read.
-pub(crate) struct LineFiles {
+/// calls a line (18k opens of the 1 GB many-sessions benchmark). At most
+/// [`MAX_KEPT_OPEN`] are kept open; a failed open is not remembered (the
+/// next read tries again). Elsewhere than Unix, a handle is locked,
+/// positioned and read.
+pub(crate) struct LineFiles<'f> {
+    /// Index in the session's files of `paths[0]`.
+    first: usize,
+    /// An open handle of `paths[0]` lent by a loader ([`LineFiles::of_open`]).
+    lent: Option<&'f std::fs::File>,
     paths: Vec<PathBuf>,
-    handles: Vec<std::sync::OnceLock<std::result::Result<Handle, String>>>,
+    handles: Vec<std::sync::OnceLock<Handle>>,
+    /// Handles kept in `handles` so far.
+    kept: std::sync::atomic::AtomicUsize,
 }
 
 #[cfg(unix)]
@@ -1290,34 +1305,76 @@ fn handle(f: std::fs::File) -> Handle {
     return std::sync::Mutex::new(f);
 }
 
-impl LineFiles {
+impl<'f> LineFiles<'f> {
     /// Handles for `paths` (a session's `files`), none opened yet.
-    pub(crate) fn new(paths: &[PathBuf]) -> LineFiles {
+    pub(crate) fn new(paths: &[PathBuf]) -> LineFiles<'f> {
         LineFiles {
+            first: 0,
+            lent: None,
             paths: paths.to_vec(),
             handles: paths.iter().map(|_| Default::default()).collect(),
+            kept: Default::default(),
+        }
+    }
+
+    /// The one file `index` of a session (`path`), read through `f`, the
+    /// loader's own open handle, which reads it in order meanwhile (`pread`
+    /// leaves its position alone): the lines read again are those of the
+    /// file the loader opened, even when `path` is removed or replaced
+    /// meanwhile, and no second open is made. Elsewhere than Unix, where a
+    /// read moves the position, `path` is opened at the first read.
+    pub(crate) fn of_open(index: usize, path: &Path, f: &'f std::fs::File) -> LineFiles<'f> {
+        LineFiles {
+            first: index,
+            #[cfg(unix)]
+            lent: Some(f),
+            #[cfg(not(unix))]
+            lent: {
+                let _ = f;
+                None
+            },
+            paths: vec![path.to_path_buf()],
+            handles: vec![Default::default()],
+            kept: Default::default(),
         }
     }
 
     /// The bytes of line `l` (its `bytes` at its `offset`, line ending
-    /// included). Errors: a file index past the session's files, the open's
-    /// or the read's error, each naming the file.
+    /// included). Errors: a file index outside the handles' files, the
+    /// open's or the read's error, each naming the file.
     pub(crate) fn read(&self, l: LineRef) -> Result<Vec<u8>> {
         use anyhow::Context;
+        use std::sync::atomic::Ordering::Relaxed;
         let k = l.file_index();
-        let (path, cell) = self
-            .paths
-            .get(k)
-            .zip(self.handles.get(k))
+        let (path, cell) = k
+            .checked_sub(self.first)
+            .and_then(|j| self.paths.get(j).zip(self.handles.get(j)))
             .with_context(|| format!("no file {k} in the session"))?;
-        let f = cell
-            .get_or_init(|| {
-                crate::fsx::open_regular(path)
+        let this_read_only: Handle;
+        #[cfg(unix)]
+        let lent = self.lent.filter(|_| k == self.first);
+        #[cfg(not(unix))]
+        let lent: Option<&Handle> = None;
+        let f = match lent.or_else(|| cell.get()) {
+            Some(f) => f,
+            None => {
+                let opened = crate::fsx::open_regular(path)
                     .map(handle)
-                    .map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", path.display()))?;
+                    .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", path.display()))?;
+                if self.kept.fetch_add(1, Relaxed) < MAX_KEPT_OPEN {
+                    if cell.set(opened).is_err() {
+                        // Another worker opened it first.
+                        self.kept.fetch_sub(1, Relaxed);
+                    }
+                    cell.get()
+                        .with_context(|| format!("{}: no handle", path.display()))?
+                } else {
+                    self.kept.fetch_sub(1, Relaxed);
+                    this_read_only = opened;
+                    &this_read_only
+                }
+            }
+        };
         let len = usize::try_from(l.bytes)?;
         let at = || format!("{}: cannot read at byte {}", path.display(), l.offset);
         #[cfg(unix)]
@@ -1333,6 +1390,12 @@ impl LineFiles {
             buf
         };
         Ok(bytes)
+    }
+
+    /// How many handles are kept open (at most [`MAX_KEPT_OPEN`]).
+    #[cfg(test)]
+    pub(crate) fn kept_open(&self) -> usize {
+        self.kept.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -1937,5 +2000,82 @@ mod depth_tests {
             assert!(!tree);
             assert!(too_deep(&s), "{}", String::from_utf8_lossy(&s));
         }
+    }
+}
+
+#[cfg(test)]
+mod line_files_tests {
+    use super::{LineFiles, MAX_KEPT_OPEN};
+    use crate::model::LineRef;
+    use std::num::NonZeroU32;
+
+    fn line(file: u32, offset: u64, bytes: u64) -> LineRef {
+        LineRef {
+            file,
+            line: NonZeroU32::MIN,
+            offset,
+            bytes,
+        }
+    }
+
+    /// Review of 6194608: a session of more files than the open-file limit
+    /// kept a handle per file read again until the end of the apply.
+    #[test]
+    fn keeps_at_most_max_kept_open_handles_and_still_reads_every_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = MAX_KEPT_OPEN + 10;
+        let paths: Vec<_> = (0..n)
+            .map(|k| {
+                let p = dir.path().join(format!("agent-{k}.jsonl"));
+                std::fs::write(&p, format!("{{\"k\":{k:03}}}\n")).unwrap();
+                p
+            })
+            .collect();
+        let files = LineFiles::new(&paths);
+        for round in 0..2 {
+            for k in 0..n {
+                let got = files.read(line(k as u32, 0, 10)).unwrap();
+                assert_eq!(
+                    got,
+                    format!("{{\"k\":{k:03}}}\n").as_bytes(),
+                    "round {round}"
+                );
+            }
+        }
+        assert_eq!(files.kept_open(), MAX_KEPT_OPEN);
+    }
+
+    #[test]
+    fn a_failed_open_is_tried_again_and_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("late.jsonl");
+        let files = LineFiles::new(std::slice::from_ref(&p));
+        let err = files.read(line(0, 0, 3)).unwrap_err().to_string();
+        assert!(err.contains("late.jsonl: cannot open"), "{err}");
+        std::fs::write(&p, "{}\n").unwrap();
+        assert_eq!(files.read(line(0, 0, 3)).unwrap(), b"{}\n");
+        assert_eq!(files.kept_open(), 1);
+        let err = files.read(line(1, 0, 3)).unwrap_err().to_string();
+        assert!(err.contains("no file 1"), "{err}");
+    }
+
+    /// Review of 6194608: a repeated uuid's lines were read again by path,
+    /// so a file replaced during the load was compared with another file's
+    /// bytes.
+    #[cfg(unix)]
+    #[test]
+    fn of_open_reads_the_open_file_not_what_its_path_names_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.jsonl");
+        std::fs::write(&p, "{\"a\":1}\n{\"a\":2}\n").unwrap();
+        let f = std::fs::File::open(&p).unwrap();
+        let files = LineFiles::of_open(3, &p, &f);
+        let other = dir.path().join("new.jsonl");
+        std::fs::write(&other, "{\"b\":7}\n{\"b\":8}\n").unwrap();
+        std::fs::rename(&other, &p).unwrap();
+        assert_eq!(files.read(line(3, 8, 8)).unwrap(), b"{\"a\":2}\n");
+        assert_eq!(files.kept_open(), 0, "no handle opened by path");
+        let err = files.read(line(0, 0, 8)).unwrap_err().to_string();
+        assert!(err.contains("no file 0"), "{err}");
     }
 }

@@ -432,7 +432,7 @@ type EditJob<'a> = (usize, &'a str, &'a [&'a Change]);
 /// held (a change to a content block it lacks is left to another copy).
 fn edited_message(
     out: &Session,
-    files: &LineFiles,
+    files: &LineFiles<'_>,
     i: usize,
     id: &str,
     changes: &[&Change],

@@ -830,10 +830,11 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     let lines = crate::formats::estimate_lines(&f, file_len)
         .with_context(|| format!("{}: cannot read", path.display()))?;
     s.messages.reserve(usize::try_from(lines).unwrap_or(0));
-    let mut r = crate::formats::LineReader::new(f.take(file_len), file_len);
-    // The lines of a repeated uuid are read again through handles of
-    // their own, opened once (`s.files` holds this file at index `fi`).
-    let again = crate::formats::LineFiles::new(&s.files);
+    // The lines of a repeated uuid are read again from this open file (not
+    // by its path, which may name another file by then), by offset, while
+    // the line reader reads it in order.
+    let again = crate::formats::LineFiles::of_open(fi, path, &f);
+    let mut r = crate::formats::LineReader::new((&f).take(file_len), file_len);
     let mut offset = 0u64;
     let mut n = 0u64;
     // uuid -> its first message in this file
@@ -859,7 +860,7 @@ fn take_block(
     s: &mut Session,
     block: Block,
     path: &Path,
-    again: &crate::formats::LineFiles,
+    again: &crate::formats::LineFiles<'_>,
     seen: &mut FirstIds<rustc_hash::FxBuildHasher>,
     titles: &mut Titles,
 ) {

@@ -368,7 +368,7 @@ fn cleaned(v: &Value) -> Value {
 
 /// Reads line `l` of the rollout (`files`, its one file `path`) by its byte
 /// offset.
-fn read_line(files: &crate::formats::LineFiles, path: &Path, l: LineRef) -> Result<Value> {
+fn read_line(files: &crate::formats::LineFiles<'_>, path: &Path, l: LineRef) -> Result<Value> {
     let buf = files
         .read(l)
         .with_context(|| format!("{}: cannot re-read line {}", path.display(), l.line))?;
