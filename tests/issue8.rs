@@ -196,3 +196,84 @@ fn issue8_sessions_loaded_largest_first_are_listed_in_store_order() {
         assert_eq!(run("2"), one, "{cmd:?}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// Review of the output guard (stop 38).
+
+/// A file given as input that no format could open was not protected:
+/// `repair` reported it, went on with the other inputs, and `--force`
+/// replaced it (a copy listed in the out folder's manifest, made unreadable
+/// since) and removed its `-wal`, `-shm` and `-journal`.
+#[test]
+fn issue8_a_file_input_that_fails_to_open_is_never_replaced_nor_its_side_files() {
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::copy(oc("plain").join("opencode.db"), a.join("opencode.db")).unwrap();
+    let out = t.path().join("out");
+    bin()
+        .arg("repair")
+        .arg(a.join("opencode.db"))
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let copy = out.join("opencode.db");
+    assert!(copy.is_file());
+    // The copy is now an input that does not open, with side files.
+    std::fs::write(&copy, b"garbage, not a database").unwrap();
+    for sfx in ["-wal", "-shm", "-journal"] {
+        std::fs::write(out.join(format!("opencode.db{sfx}")), sfx).unwrap();
+    }
+    let before = snapshot(&out);
+    let o = bin()
+        .arg("repair")
+        .arg(&copy)
+        .arg(a.join("opencode.db"))
+        .arg("--out")
+        .arg(&out)
+        .arg("--force")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("opencode.db"), "{err}");
+    assert!(
+        err.contains("source"),
+        "the refusal names the source: {err}"
+    );
+    assert_eq!(
+        before,
+        snapshot(&out),
+        "the unreadable input and its side files are as they were"
+    );
+}
+
+/// A WAL-mode database with a leftover, non-empty `-journal` and no `-wal`
+/// was opened read-only in place, and SQLite created its `-wal` and `-shm`
+/// beside the source.
+#[test]
+fn issue8_a_wal_database_with_a_leftover_journal_gets_no_side_files() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("store");
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("opencode.db");
+    std::fs::copy(oc("plain").join("opencode.db"), &db).unwrap();
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let mode: String = c
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
+    assert!(!dir.join("opencode.db-wal").exists(), "closed cleanly");
+    std::fs::write(dir.join("opencode.db-journal"), vec![0u8; 600]).unwrap();
+    let before = snapshot(&dir);
+    let doc = json(&["list", "--format", "json", dir.to_str().unwrap()]);
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc:#}");
+    assert!(
+        doc["sessions"][0]["messages"].as_u64().unwrap() > 0,
+        "{doc:#}"
+    );
+    assert_eq!(before, snapshot(&dir), "nothing created beside the source");
+}

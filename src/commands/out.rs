@@ -80,6 +80,16 @@ impl Guard {
             if i.is_dir() {
                 g.folders
                     .push((resolved(i), format!("the input folder {}", i.display())));
+            } else {
+                // A file given as input is a source whether or not a format
+                // could open it (one that failed to open has no store).
+                if let Some(id) = file_id(i) {
+                    g.ids.push((id, i.clone()));
+                }
+                g.files.push((resolved(i), "a source file"));
+                for f in crate::formats::side_files_of(i) {
+                    g.files.push((resolved(&f), "a source's side file"));
+                }
             }
         }
         for s in stores {

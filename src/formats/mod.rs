@@ -655,6 +655,13 @@ pub fn default_paths() -> Vec<PathBuf> {
     out
 }
 
+/// The side files a store of one file at `path` may keep beside it, of any
+/// format (SQLite's `-wal`, `-shm`, `-journal`): what the output guard
+/// protects for a file given as input even when no format could open it.
+pub fn side_files_of(path: &Path) -> Vec<PathBuf> {
+    sqlite::side_files(path)
+}
+
 /// The folder holding `path` (`.` for a bare file name): where a one-file
 /// store's copy path is taken relative to.
 pub(crate) fn folder_of(path: &std::path::Path) -> std::path::PathBuf {

@@ -44,6 +44,21 @@ pub fn side(p: &Path, suffix: &str) -> PathBuf {
 /// The side files SQLite may keep beside a database.
 pub const SIDE_SUFFIXES: [&str; 3] = ["-wal", "-shm", "-journal"];
 
+/// The database `db` and its side files ([`SIDE_SUFFIXES`]): every path a
+/// copy written at `db` writes or removes (a replaced copy's old side files
+/// are removed), so each is checked against the sources first
+/// ([`crate::formats::Copier::copy_targets`]).
+pub fn with_side_files(db: &Path) -> Vec<PathBuf> {
+    let mut v = vec![db.to_path_buf()];
+    v.extend(side_files(db));
+    v
+}
+
+/// The side files SQLite may keep beside the database `db`.
+pub fn side_files(db: &Path) -> Vec<PathBuf> {
+    SIDE_SUFFIXES.iter().map(|s| side(db, s)).collect()
+}
+
 /// Percent-encodes a path for a SQLite `file:` URI, byte by byte (non-UTF-8
 /// names stay exact).
 pub fn uri_path(p: &Path) -> String {
@@ -236,7 +251,16 @@ impl Snapshot {
         let has = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file());
         let non_empty = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() > 0);
 
-        if non_empty(&journal) {
+        if non_empty(&journal) && wal_mode && !has(&wal) {
+            // SQLite opening a WAL database read-only creates its -wal and
+            // -shm when they are missing: never beside the source.
+            return Snapshot::copied(
+                source,
+                &journal,
+                "a -journal beside a WAL database: read through a verified private copy",
+            );
+        }
+        if non_empty(&journal) && !wal_mode {
             // Only SQLite knows whether the journal is hot: ask it read-only first.
             let s = Snapshot::direct(source, ReadMode::ReadOnly);
             match s.connect().and_then(|c| {

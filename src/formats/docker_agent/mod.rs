@@ -1025,10 +1025,7 @@ impl Store for DaStore {
     }
 
     fn side_files(&self) -> Vec<PathBuf> {
-        crate::formats::sqlite::SIDE_SUFFIXES
-            .iter()
-            .map(|s| crate::formats::sqlite::side(&self.path, s))
-            .collect()
+        crate::formats::sqlite::side_files(&self.path)
     }
 
     /// `~/.cagent` when the db sits in it.
@@ -1105,6 +1102,11 @@ impl Applier for DaStore {
 }
 
 impl Copier for DaStore {
+    /// The copy and its side files: a replaced copy's are removed.
+    fn copy_targets(&self, dest: &Path) -> Vec<PathBuf> {
+        crate::formats::sqlite::with_side_files(dest)
+    }
+
     fn copy_base(&self) -> PathBuf {
         crate::formats::folder_of(&self.path)
     }

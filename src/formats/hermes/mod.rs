@@ -202,10 +202,7 @@ impl Store for HermesStore {
     }
 
     fn side_files(&self) -> Vec<PathBuf> {
-        crate::formats::sqlite::SIDE_SUFFIXES
-            .iter()
-            .map(|s| crate::formats::sqlite::side(&self.path, s))
-            .collect()
+        crate::formats::sqlite::side_files(&self.path)
     }
 
     /// The hermes home the db sits in (`~/.hermes`, `$HERMES_HOME`, a
@@ -293,6 +290,11 @@ impl Applier for HermesStore {
 }
 
 impl Copier for HermesStore {
+    /// The copy and its side files: a replaced copy's are removed.
+    fn copy_targets(&self, dest: &Path) -> Vec<PathBuf> {
+        crate::formats::sqlite::with_side_files(dest)
+    }
+
     fn copy_base(&self) -> PathBuf {
         crate::formats::folder_of(&self.path)
     }

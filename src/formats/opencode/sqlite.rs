@@ -427,10 +427,7 @@ impl Store for SqliteStore {
     }
 
     fn side_files(&self) -> Vec<PathBuf> {
-        crate::formats::sqlite::SIDE_SUFFIXES
-            .iter()
-            .map(|s| crate::formats::sqlite::side(&self.path, s))
-            .collect()
+        crate::formats::sqlite::side_files(&self.path)
     }
 
     /// The data dir (`.../opencode/`, `.../kilo/`) when the db sits in one.
@@ -557,6 +554,11 @@ impl Applier for SqliteStore {
 }
 
 impl Copier for SqliteStore {
+    /// The copy and its side files: a replaced copy's are removed.
+    fn copy_targets(&self, dest: &Path) -> Vec<PathBuf> {
+        crate::formats::sqlite::with_side_files(dest)
+    }
+
     fn copy_base(&self) -> PathBuf {
         crate::formats::folder_of(&self.path)
     }
