@@ -17,7 +17,7 @@
 
 use crate::cli::{check_headroom, FailOn, Judging};
 use crate::diagnose::{Code, Options, RULES};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use std::num::NonZeroU64;
@@ -121,10 +121,24 @@ pub fn find(explicit: Option<&Path>, disabled: bool) -> Option<PathBuf> {
 /// Reads and checks the config file at `path`. Errors name the file, and
 /// for a bad key or value its line, column and key.
 pub fn load(path: &Path) -> Result<Config> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read config file {}", path.display()))?;
+    use crate::fsx::CappedError;
+    let bytes = crate::fsx::read_capped(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+        CappedError::Io(e) => anyhow::anyhow!("cannot read config file {}: {e}", path.display()),
+        CappedError::TooLarge(n) => anyhow::anyhow!(
+            "config file {}: {n} bytes, more than the {} KiB a config file may have",
+            path.display(),
+            MAX_CONFIG_BYTES >> 10
+        ),
+    })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("config file {}: not UTF-8 text ({e})", path.display()))?;
     parse(&text, path)
 }
+
+/// The largest config file read (1 MiB, bytes): a config of a few lines is
+/// never near it; a path naming something else (`/dev/zero`, a huge file)
+/// is refused rather than read without end.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Parses `text`, the contents of the config file `path`.
 pub fn parse(text: &str, path: &Path) -> Result<Config> {
