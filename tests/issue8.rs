@@ -277,3 +277,72 @@ fn issue8_a_wal_database_with_a_leftover_journal_gets_no_side_files() {
     );
     assert_eq!(before, snapshot(&dir), "nothing created beside the source");
 }
+
+// ---------------------------------------------------------------------------
+// Review of inputs that abort or read without end (stop 38).
+
+/// The loaders reserved room for the lines a file's size suggested, about
+/// 150 bytes a line: a 30 MiB transcript of blank lines asked for 6 GB at
+/// once and aborted under an address-space limit (`ulimit -v`, as in CI).
+#[cfg(unix)]
+#[test]
+fn issue8_a_file_of_blank_lines_does_not_abort_under_an_address_space_limit() {
+    let t = tempfile::tempdir().unwrap();
+    let claude = t.path().join("s2.jsonl");
+    let first = r#"{"type":"user","uuid":"u1","sessionId":"s2","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"hi"}}"#;
+    let blank = vec![b'\n'; 30 << 20];
+    std::fs::write(&claude, [first.as_bytes(), b"\n", &blank].concat()).unwrap();
+    let codex = t
+        .path()
+        .join("rollout-2026-01-01T00-00-00-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl");
+    let meta = r#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b","timestamp":"2026-01-01T00:00:00Z","cwd":"/w","originator":"codex_cli_rs","cli_version":"0.1.0"}}"#;
+    std::fs::write(&codex, [meta.as_bytes(), b"\n", &blank].concat()).unwrap();
+    let bin_path = assert_cmd::cargo::cargo_bin("session-doctor");
+    for f in [&claude, &codex] {
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 3000000 && exec \"$0\" check --no-config --format json --fail-on never \"$1\"")
+            .arg(&bin_path)
+            .arg(f)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{}: {err}", f.display());
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc:#}");
+    }
+}
+
+/// The config file was read whole whatever it was: `--config /dev/zero`
+/// (or a `./session-doctor.toml` linking to it) grew without end, a FIFO
+/// waited forever.
+#[cfg(unix)]
+#[test]
+fn issue8_a_config_path_that_is_not_a_small_regular_file_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let big = t.path().join("big.toml");
+    std::fs::write(&big, vec![b'#'; 2 << 20]).unwrap();
+    let fx = oc("plain");
+    for (cfg, expect) in [
+        (Path::new("/dev/zero"), "expected a regular file"),
+        (
+            big.as_path(),
+            "more than the 1024 KiB a config file may have",
+        ),
+    ] {
+        let o = bin()
+            .arg("check")
+            .arg("--config")
+            .arg(cfg)
+            .arg(&fx)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(expect) && err.contains(&*cfg.to_string_lossy()),
+            "{err}"
+        );
+    }
+}

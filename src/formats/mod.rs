@@ -1257,6 +1257,12 @@ impl<R: std::io::Read> LineReader<R> {
 }
 
 impl<R: std::io::Read> LineReader<R> {
+    /// Gives back the last `n` bytes [`LineReader::next_lines`] gave (whole
+    /// lines): the next call gives them again.
+    pub(crate) fn unread(&mut self, n: usize) {
+        self.start -= n.min(self.start);
+    }
+
     /// The next lines: every complete line already read (at least one, read
     /// as [`LineReader::next_line`] reads it), as one slice of the buffer;
     /// `None` at the end. The last line of the input may lack its `\n`.
@@ -1437,7 +1443,12 @@ pub(crate) fn read_block<R: std::io::Read, T: Send>(
     let file = u32::try_from(file)
         .map_err(|_| too_many(format!("more than {} files in one session", u32::MAX)))?;
     let mut lines: Vec<(LineRef, &[u8])> = Vec::new();
+    let mut taken = 0usize;
     for l in lines_inclusive(block) {
+        if lines.len() == MAX_BLOCK_LINES {
+            break;
+        }
+        taken += l.len();
         let bytes = l.len() as u64;
         let line = u32::try_from(*n + 1)
             .ok()
@@ -1460,13 +1471,23 @@ pub(crate) fn read_block<R: std::io::Read, T: Send>(
         *n += 1;
         *offset += bytes;
     }
+    let excess = block.len() - taken;
     let one = |&(line, l): &(LineRef, &[u8])| (line, l.ends_with(b"\n"), read(line, l));
-    Ok(Some(if lines.len() < PARALLEL_FROM_LINES {
+    let out = if lines.len() < PARALLEL_FROM_LINES {
         lines.iter().map(one).collect()
     } else {
         lines.par_iter().with_min_len(16).map(one).collect()
-    }))
+    };
+    drop(lines);
+    r.unread(excess);
+    Ok(Some(out))
 }
+
+/// The most lines of one block [`read_block`] reads (65,536): a block is
+/// what one read gave (up to [`MAX_READ`] bytes), and a file of tiny lines
+/// (blank lines: 4 million in one read) would hold a record of each at
+/// once; the lines past it are left for the next block.
+pub(crate) const MAX_BLOCK_LINES: usize = 1 << 16;
 
 /// The lines of `block`, each with its `\n` (a last line without one as it
 /// is): `block.split_inclusive(|&b| b == b'\n')`, the newlines found by a
@@ -1569,7 +1590,37 @@ pub(crate) fn array_items(json: &str) -> Vec<&str> {
 
 #[cfg(test)]
 mod line_check_tests {
-    use super::{may_hold_surrogate_escape, read_block, utf8, LineReader};
+    use super::{may_hold_surrogate_escape, read_block, utf8, LineReader, MAX_BLOCK_LINES};
+
+    /// Review of stop 38: a read of 4 MiB of blank lines was one block of
+    /// 4 million lines, a record of each held at once.
+    #[test]
+    fn read_block_takes_at_most_max_block_lines_and_leaves_the_rest_in_order() {
+        let n_lines = MAX_BLOCK_LINES * 2 + 5;
+        let mut text = b"{}\n".to_vec();
+        text.extend(std::iter::repeat_n(b'\n', n_lines - 2));
+        text.extend_from_slice(b"x");
+        let mut r = LineReader::new(&text[..], text.len() as u64);
+        let (mut n, mut offset) = (0u64, 0u64);
+        let mut sizes = Vec::new();
+        let mut all = Vec::new();
+        while let Some(b) = read_block(&mut r, 0, &mut n, &mut offset, |l, t| (l, t.len())).unwrap()
+        {
+            sizes.push(b.len());
+            all.extend(b);
+        }
+        assert!(sizes.iter().all(|&k| k <= MAX_BLOCK_LINES), "{sizes:?}");
+        assert_eq!(all.len(), n_lines);
+        assert_eq!((n, offset), (n_lines as u64, text.len() as u64));
+        let mut at = 0u64;
+        for (k, (line, complete, (l2, len))) in all.iter().enumerate() {
+            assert_eq!(line.number(), k as u64 + 1);
+            assert_eq!((line.offset, line.bytes), (at, *len as u64));
+            assert_eq!(l2, line);
+            assert_eq!(*complete, k + 1 < n_lines);
+            at += line.bytes;
+        }
+    }
 
     /// Line numbers are kept in 32 bits: the last number a `u32` holds is
     /// read, the line after it is refused with an error that says so (never

@@ -829,7 +829,10 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
         .with_context(|| format!("{}: cannot open", path.display()))?;
     let lines = crate::formats::estimate_lines(&f, file_len)
         .with_context(|| format!("{}: cannot read", path.display()))?;
-    s.messages.reserve(usize::try_from(lines).unwrap_or(0));
+    // An estimate, possibly far too high (a file of blank lines): a
+    // reservation refused under an address-space limit is left out, never
+    // an abort.
+    let _ = s.messages.try_reserve(usize::try_from(lines).unwrap_or(0));
     // The lines of a repeated uuid are read again from this open file (not
     // by its path, which may name another file by then), by offset, while
     // the line reader reads it in order.

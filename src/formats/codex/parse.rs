@@ -2006,9 +2006,13 @@ fn load_lines(
     // One message per line, and room for a quarter more: the items of
     // `compacted` lines' histories. Growing past a reservation copies the
     // whole list into one twice its size; room never used is never touched,
-    // so it costs address space, not memory.
+    // so it costs address space, not memory. The estimate may be far too
+    // high (a file of blank lines): a reservation refused under an
+    // address-space limit is left out, never an abort.
     let lines = usize::try_from(lines).unwrap_or(0);
-    l.s.messages.reserve_exact(lines.saturating_add(lines / 4));
+    let _ =
+        l.s.messages
+            .try_reserve_exact(lines.saturating_add(lines / 4));
     let mut r = crate::formats::LineReader::new(r, size_hint);
     let mut offset = 0u64;
     let mut n = 0u64;
