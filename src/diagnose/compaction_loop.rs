@@ -74,7 +74,16 @@ pub fn chains(s: &Session) -> Vec<Chain> {
             }
         }
     }
+    // The newest message before the current one whose usage counts: kept as
+    // the walk goes, not searched for at each compaction (a session of
+    // compactions with no usage between them took time in the square of
+    // its length).
+    let mut newest_counted: Option<usize> = None;
     for (c, m) in s.messages.iter().enumerate() {
+        let before = newest_counted;
+        if counts(m) {
+            newest_counted = Some(c);
+        }
         let Some(marker) = m.compaction() else {
             continue;
         };
@@ -91,14 +100,9 @@ pub fn chains(s: &Session) -> Vec<Chain> {
         if failed && !succeeded {
             continue;
         }
-        let trigger = marker.trigger_tokens.unwrap_or_else(|| {
-            s.messages[..c]
-                .iter()
-                .rev()
-                .find(|m| counts(m))
-                .map(|m| m.usage().overflow_count())
-                .unwrap_or(0)
-        });
+        let trigger = marker
+            .trigger_tokens
+            .unwrap_or_else(|| before.map_or(0, |k| s.messages[k].usage().overflow_count()));
         let chain = cur.get_or_insert_with(Chain::default);
         let own_stall = marker
             .post_tokens
