@@ -346,3 +346,110 @@ fn issue8_a_config_path_that_is_not_a_small_regular_file_is_refused() {
         );
     }
 }
+
+/// Claude Code session of 200 turns after two automatic compactions that
+/// made no progress (100,000 tokens each): the cut that breaks the loop must
+/// keep the most turns below 95,000 tokens (the trigger times the 5%
+/// no-progress ratio).
+fn looping_session(dir: &Path) {
+    use serde_json::json;
+    let sid = "33333333-3333-4333-8333-333333333333";
+    let mut lines = Vec::new();
+    let mut prev: Option<String> = None;
+    let mut n = 0u32;
+    let mut add = |mut o: serde_json::Value, parent: Option<Option<String>>| {
+        n += 1;
+        let uuid = format!("{n:08x}-0000-4000-8000-{n:012x}");
+        o["uuid"] = json!(uuid);
+        o["parentUuid"] = json!(parent.unwrap_or(prev.clone()));
+        o["sessionId"] = json!(sid);
+        o["isSidechain"] = json!(false);
+        o["timestamp"] = json!("2026-11-22T12:08:13.003Z");
+        lines.push(o.to_string());
+        prev = Some(uuid);
+    };
+    let user = |t: &str| json!({"type": "user", "message": {"role": "user", "content": t}});
+    let asst = |t: String, k: u32, input: u64| {
+        json!({"type": "assistant", "message": {"id": format!("msg_{k}"), "role": "assistant",
+            "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": t}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": input, "output_tokens": 5, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}})
+    };
+    add(user("hi"), None);
+    add(asst("a".into(), 0, 100_000), None);
+    // Lines 3 and 5: the boundaries, each logically after the line before.
+    for boundary in [3u32, 5] {
+        let logical = format!("{0:08x}-0000-4000-8000-{0:012x}", boundary - 1);
+        add(
+            json!({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+                   "logicalParentUuid": logical,
+                   "compactMetadata": {"trigger": "auto", "preTokens": 100_000}}),
+            Some(None),
+        );
+        add(
+            json!({"type": "user", "isCompactSummary": true, "message": {"role": "user",
+                   "content": "This session is being continued from a previous conversation. summary"}}),
+            None,
+        );
+    }
+    for t in 0..200u32 {
+        add(user(&format!("q{t}")), None);
+        add(asst(format!("r{t} ").repeat(800), t + 1, 10), None);
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(format!("{sid}.jsonl")), lines.join("\n") + "\n").unwrap();
+}
+
+/// Final figures of a `compact --dry-run` of `dir`: tokens, visible messages, fits.
+fn compact_after(dir: &Path, extra: &[&str]) -> (u64, u64, bool) {
+    let o = bin()
+        .args([
+            "compact",
+            "--dry-run",
+            "--no-config",
+            "--format",
+            "json",
+            "--out",
+        ])
+        .arg(dir.with_extension("out"))
+        .args(extra)
+        .arg(dir)
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = &doc["sessions"][0];
+    let after = &s["steps"].as_array().unwrap().last().unwrap()["after"];
+    (
+        after["tokens_estimated"].as_u64().unwrap(),
+        after["visible_messages"].as_u64().unwrap(),
+        s["fits"].as_bool().unwrap(),
+    )
+}
+
+/// Breaking a compaction loop tried one cut per number of kept turns, from
+/// the most down, each on a copy of the session: 8,000 turns took 58 s. The
+/// search now halves the range; it must still find the most turns that fit.
+#[test]
+fn issue8_the_cut_that_breaks_a_loop_keeps_the_most_turns_that_fit() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("s");
+    looping_session(&dir);
+    let (tokens, visible, fits) = compact_after(&dir, &[]);
+    assert!(fits && tokens < 95_000, "{tokens} {visible}");
+    let kept_turns = visible / 2;
+    assert!(
+        (2..199).contains(&kept_turns),
+        "a cut inside the range: {kept_turns}"
+    );
+    let k = kept_turns.to_string();
+    assert_eq!(
+        compact_after(&dir, &["--keep-turns", &k]).0,
+        tokens,
+        "the same cut as keeping {k} turns"
+    );
+    let more = (kept_turns + 1).to_string();
+    let (over, _, _) = compact_after(&dir, &["--keep-turns", &more]);
+    assert!(
+        over >= 95_000,
+        "one more turn ({more}) would not break the loop: {over}"
+    );
+}

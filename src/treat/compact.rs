@@ -994,31 +994,78 @@ fn plan_steps(
             .iter()
             .filter(|&&i| cur.messages[i].is_prompt())
             .count();
-        for n in (1..turns).rev() {
-            let edits = if store.cuts_with_summary() {
+        // The largest n of 1..turns whose cut fits, else 1. Fewer turns
+        // kept is never larger, so the n tried go down from the top by
+        // doubling steps, then halve the gap to the last that did not fit:
+        // about 2 log2(turns) cuts, where one per n took time in the
+        // square of the session's length (8,000 turns: 58 s). The same n as
+        // trying each in turn from the top.
+        let cut = |n: usize| {
+            if store.cuts_with_summary() {
                 cut_with_summary(&cur, Some(n))
             } else {
                 cut_history(&cur, Some(n))
-            };
+            }
+        };
+        // `None` when the cut with `n` drops nothing.
+        let attempt = |n: usize| -> Result<Option<(Vec<Edit>, Session, Figures)>> {
+            let edits = cut(n);
             if edits.is_empty() {
-                continue;
+                return Ok(None);
             }
             let next = store.apply_after(cur.as_ref().clone(), &plan.edits, &edits)?;
             let after = figures(&next, t, overhead, 0);
-            if after.fits || n == 1 {
-                if let Some(d) = describe {
-                    d(&cur, &edits, &mut plan.changes);
+            Ok(Some((edits, next, after)))
+        };
+        let mut chosen = None;
+        if turns >= 2 {
+            let (mut fits_at, mut fails_at) = (None, turns);
+            let mut step = 1;
+            loop {
+                let n = turns.saturating_sub(step).max(1);
+                match attempt(n)? {
+                    Some(r) if r.2.fits => {
+                        fits_at = Some((n, r));
+                        break;
+                    }
+                    _ => fails_at = n,
                 }
-                plan.fits = after.fits;
-                plan.steps.push(StepReport {
-                    step: "cut-history",
-                    edits: edits.len(),
-                    after,
-                });
-                append(&mut plan.edits, edits);
-                cur = std::borrow::Cow::Owned(next);
-                break;
+                if n == 1 {
+                    break;
+                }
+                step = step.saturating_mul(2);
             }
+            chosen = match fits_at {
+                // The next n up did not fit: this is the one.
+                Some((n, r)) if fails_at == n + 1 => Some(r),
+                Some((lo, r)) => {
+                    drop(r);
+                    let (mut lo, mut hi) = (lo, fails_at);
+                    while hi - lo > 1 {
+                        let mid = lo + (hi - lo) / 2;
+                        if attempt(mid)?.is_some_and(|r| r.2.fits) {
+                            lo = mid;
+                        } else {
+                            hi = mid;
+                        }
+                    }
+                    attempt(lo)?
+                }
+                None => attempt(1)?,
+            };
+        }
+        if let Some((edits, next, after)) = chosen {
+            if let Some(d) = describe {
+                d(&cur, &edits, &mut plan.changes);
+            }
+            plan.fits = after.fits;
+            plan.steps.push(StepReport {
+                step: "cut-history",
+                edits: edits.len(),
+                after,
+            });
+            append(&mut plan.edits, edits);
+            cur = std::borrow::Cow::Owned(next);
         }
     }
     if !plan.fits {
