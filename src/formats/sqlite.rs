@@ -9,7 +9,7 @@
 //! | beside the db | how it is read |
 //! |---|---|
 //! | nothing (rollback mode) | `mode=ro`: SQLite's shared lock, nothing created |
-//! | nothing (WAL mode, checkpointed) | `mode=ro&immutable=1`: everything is in the main file |
+//! | nothing (WAL mode, checkpointed) | `mode=ro&immutable=1`: everything is in the main file, read without locks, so the file must be unchanged after each session read and each copy ([`Snapshot::unchanged`]; else that session is refused: run again) |
 //! | `-wal` and `-shm` (the agent may be running) | a private snapshot made with the backup API from a `mode=ro&readonly_shm=1` connection, i.e. under SQLite's own WAL locking, then `quick_check`ed |
 //! | `-wal` without `-shm` | db and `-wal` copied into a private folder, their size and time checked unchanged across the copy (else copied again, up to 5 times), opened there (SQLite replays the WAL), `quick_check`ed |
 //! | a `-journal` SQLite calls hot (a writer died mid-transaction) | db and journal copied the same way; SQLite rolls the journal back on open in the private folder |
@@ -102,6 +102,9 @@ pub struct Snapshot {
     /// Why a private snapshot was made (for messages), when one was.
     pub why_private: Option<&'static str>,
     _private: Option<fsx::PrivateDir>,
+    /// `(len, mtime, ctime, inode)` of the source when it was opened, for an
+    /// [`ReadMode::Immutable`] source ([`Snapshot::unchanged`]).
+    opened: Option<(u64, i64, i64, u64)>,
 }
 
 /// Opens `uri` with `flags`, naming `shown` in errors.
@@ -211,6 +214,8 @@ impl Snapshot {
     /// Opens `source` for reading (see the module doc). Errors name the file
     /// and say what was expected.
     pub fn open(source: &Path) -> Result<Snapshot> {
+        // Taken before anything is read: a write after it changes it.
+        let opened = stamp(source);
         let mut header = [0u8; 100];
         {
             use std::io::Read;
@@ -293,7 +298,9 @@ impl Snapshot {
             );
         }
         if wal_mode {
-            return Ok(Snapshot::direct(source, ReadMode::Immutable));
+            let mut s = Snapshot::direct(source, ReadMode::Immutable);
+            s.opened = opened;
+            return Ok(s);
         }
         Ok(Snapshot::direct(source, ReadMode::ReadOnly))
     }
@@ -305,6 +312,7 @@ impl Snapshot {
             mode,
             why_private: None,
             _private: None,
+            opened: None,
         }
     }
 
@@ -399,6 +407,7 @@ impl Snapshot {
             mode: ReadMode::Private,
             why_private: Some(why),
             _private: Some(dir),
+            opened: None,
         })
     }
 
@@ -409,6 +418,29 @@ impl Snapshot {
 
     pub fn mode(&self) -> ReadMode {
         self.mode
+    }
+
+    /// Whether what was read since [`Snapshot::open`] is one state of the
+    /// source. An [`ReadMode::Immutable`] source (a WAL database without
+    /// `-wal`) is read without SQLite's locks: an agent that starts meanwhile
+    /// writes its `-wal`, which that read ignores (still one state), but its
+    /// checkpoint writes pages into the file itself while they are read. So
+    /// the file's `(len, mtime, ctime, inode)` must be what it was at open.
+    /// The other modes read one state by construction (a read transaction,
+    /// or a private snapshot): always `Ok`.
+    ///
+    /// # Errors
+    /// The source changed (or went away) since it was opened: the error
+    /// names it and says to run again (the agent's `-wal` is then beside it,
+    /// so the next run reads a snapshot taken under SQLite's locking).
+    pub fn unchanged(&self) -> Result<()> {
+        if self.mode != ReadMode::Immutable || stamp(&self.source) == self.opened {
+            return Ok(());
+        }
+        bail!(
+            "{}: the database changed while it was read (it had no -wal, so it was read without locks, and the agent wrote to it meanwhile); run again: with the agent's -wal beside it, it is read from a snapshot taken under SQLite's locking",
+            self.source.display()
+        )
     }
 
     /// A new read-only connection to the snapshot (one per worker).
@@ -456,7 +488,7 @@ impl Snapshot {
         crate::formats::copy_unchanged(&self.read_path, len, out, tmp)
             .with_context(|| format!("{}: cannot copy", self.source.display()))?;
         drop(locked);
-        Ok(())
+        self.unchanged()
     }
 
     /// Writes a verified copy of the snapshot to `dest`: its bytes copied
@@ -607,6 +639,53 @@ mod tests {
             .unwrap();
         assert_eq!(n, 0);
         assert_eq!(listing(d.path()), ["a.db"]);
+    }
+
+    /// A WAL database read without locks (no `-wal` when opened) that an
+    /// agent writes and checkpoints meanwhile is no longer one state:
+    /// [`Snapshot::unchanged`] says so, and a copy of it is refused. A
+    /// private snapshot of the same database stays valid.
+    #[test]
+    fn an_immutable_read_that_the_agent_writes_meanwhile_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.db");
+        {
+            let c = Connection::open(&p).unwrap();
+            c.pragma_update(None, "journal_mode", "WAL").unwrap();
+            c.execute("CREATE TABLE t(x)", []).unwrap();
+        }
+        let s = Snapshot::open(&p).unwrap();
+        assert_eq!(s.mode(), ReadMode::Immutable);
+        s.unchanged().unwrap();
+        let copy = d.path().join("out").join("copy.db");
+        std::fs::create_dir(copy.parent().unwrap()).unwrap();
+        s.write_copy(&copy, false, &|_| Ok(())).unwrap();
+        std::fs::remove_file(&copy).unwrap();
+        // The agent starts, writes, and checkpoints into the file on close.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        {
+            let c = Connection::open(&p).unwrap();
+            c.execute("INSERT INTO t VALUES (zeroblob(100000))", [])
+                .unwrap();
+        }
+        assert_eq!(listing(d.path()), ["a.db", "out"]);
+        let e = format!("{:#}", s.unchanged().unwrap_err());
+        assert!(
+            e.contains("a.db") && e.contains("changed while it was read"),
+            "{e}"
+        );
+        let e = format!("{:#}", s.write_copy(&copy, false, &|_| Ok(())).unwrap_err());
+        assert!(e.contains("changed while it was read"), "{e}");
+        assert_eq!(listing(&d.path().join("out")), Vec::<String>::new());
+        // A snapshot taken now reads the new state, and stays valid.
+        let again = Snapshot::open(&p).unwrap();
+        again.unchanged().unwrap();
+        let n: i64 = again
+            .connect()
+            .unwrap()
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
     }
 
     #[test]

@@ -1079,7 +1079,9 @@ impl Store for DaStore {
     }
 
     fn load(&self, id: &str) -> Result<Session> {
-        self.build(id, None, &[])
+        let s = self.build(id, None, &[])?;
+        self.snap.unchanged()?;
+        Ok(s)
     }
 
     fn copier(&self) -> &dyn Copier {

@@ -259,6 +259,7 @@ impl Store for HermesStore {
         s.visible = view::visible_view(&s.messages, &facts, resumed_here);
         s.notes.extend(Self::aux_note(row));
         s.messages.shrink_to_fit();
+        self.snap.unchanged()?;
         Ok(s)
     }
 

@@ -469,7 +469,9 @@ impl Store for SqliteStore {
     }
 
     fn load(&self, id: &str) -> Result<Session> {
-        self.load_with(id, PIPELINE_FROM_MESSAGES, BLOCK_BYTES)
+        let s = self.load_with(id, PIPELINE_FROM_MESSAGES, BLOCK_BYTES)?;
+        self.snap.unchanged()?;
+        Ok(s)
     }
 
     fn copier(&self) -> &dyn Copier {
@@ -798,5 +800,35 @@ mod tests {
             assert!(one.iter().any(|s| s.contains(problem)), "{problem}");
         }
         assert!(one.iter().any(|s| s.contains("msg_gone")));
+    }
+
+    /// The real `prune` database in WAL mode with no `-wal` (opencode
+    /// closed) is read without locks; when opencode then writes and
+    /// checkpoints, a session loaded after it is refused with the file's
+    /// name, not read half old, half new.
+    #[test]
+    fn a_session_of_a_database_written_since_it_was_opened_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("opencode.db");
+        std::fs::copy("fixtures/opencode/prune/opencode.db", &db).unwrap();
+        Connection::open(&db)
+            .unwrap()
+            .pragma_update(None, "journal_mode", "WAL")
+            .unwrap();
+        let store = open(&db).unwrap().unwrap();
+        let ids = store.session_ids().unwrap();
+        assert!(!ids.is_empty());
+        let s = store.load(&ids[0]).unwrap();
+        assert!(!s.messages.is_empty());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        Connection::open(&db)
+            .unwrap()
+            .execute("UPDATE session SET title = title || ' (renamed)'", [])
+            .unwrap();
+        let e = format!("{:#}", store.load(&ids[0]).unwrap_err());
+        assert!(
+            e.contains("opencode.db") && e.contains("changed while it was read"),
+            "{e}"
+        );
     }
 }
