@@ -372,11 +372,41 @@ pub trait Format: Sync {
     fn open_dir(&self, _p: &Path) -> Opened {
         Ok(None)
     }
+    /// Why the file `p`, named as this agent names its stores
+    /// (`state.db`, `rollout-*.jsonl`...), is not one, once every format
+    /// declined to open it: `None` for a file of any other name, which is
+    /// left alone while walking (a folder holds many files that are no
+    /// store), where a file of the agent's own name is reported with what
+    /// was expected ([`NotMine`]).
+    fn not_mine(&self, _p: &Path) -> Option<NotMine> {
+        None
+    }
     /// Where the agent keeps its stores on this machine (environment
     /// variables and home folder; paths that do not exist are dropped by
     /// the caller).
     fn default_paths(&self) -> Vec<PathBuf>;
 }
+
+/// A file named as an agent names its stores that is not one
+/// ([`Format::not_mine`]).
+#[derive(Debug)]
+pub struct NotMine {
+    /// What is wrong and what was expected.
+    pub why: String,
+    /// The name is one other programs use too (`state.db`, `session.db`):
+    /// met while walking a folder, the file is reported as a warning (it may
+    /// be another program's), not as an input that could not be read.
+    /// Given by name, it is an error either way.
+    pub common_name: bool,
+}
+
+impl std::fmt::Display for NotMine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
+
+impl std::error::Error for NotMine {}
 
 /// Every supported format, tried in this order (a Codex rollout is
 /// recognised by content before a Claude Code transcript).
@@ -400,7 +430,7 @@ fn open_any_file(p: &Path, walking: bool) -> Result<Option<Box<dyn Store>>> {
         }
     }
     if walking {
-        return Ok(None);
+        return not_mine(p);
     }
     // Formats that do not want the file only say why when none wants it.
     let strict = !FORMATS.iter().any(|f| f.wants_file(p));
@@ -411,7 +441,16 @@ fn open_any_file(p: &Path, walking: bool) -> Result<Option<Box<dyn Store>>> {
             Ok(None) | Err(_) => {}
         }
     }
-    Ok(None)
+    not_mine(p)
+}
+
+/// `Err` naming what was expected when `p` bears an agent's own store name
+/// ([`Format::not_mine`]), else `Ok(None)`.
+fn not_mine(p: &Path) -> Result<Option<Box<dyn Store>>> {
+    match FORMATS.iter().find_map(|f| f.not_mine(p)) {
+        Some(n) => Err(anyhow::Error::new(n)),
+        None => Ok(None),
+    }
 }
 
 fn open_any_dir(p: &Path) -> Result<Option<Box<dyn Store>>> {
@@ -600,7 +639,12 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
                 Found::File(p) => match open_any_file(&p, true) {
                     Ok(Some(s)) => Found::Store(s),
                     Ok(None) => Found::Nothing,
-                    Err(e) => Found::Error(InputError::from_anyhow(&p, &e)),
+                    Err(e) => match e.downcast_ref::<NotMine>() {
+                        Some(n) if n.common_name => {
+                            Found::Warn(InputError::new(&p, format!("{}; skipped", n.why)))
+                        }
+                        _ => Found::Error(InputError::from_anyhow(&p, &e)),
+                    },
                 },
                 other => other,
             })

@@ -59,6 +59,33 @@ pub fn side_files(db: &Path) -> Vec<PathBuf> {
     SIDE_SUFFIXES.iter().map(|s| side(db, s)).collect()
 }
 
+/// Why `p`, named as an agent names its database, is not one of its
+/// stores ([`crate::formats::Format::not_mine`]): it cannot be read, it is
+/// not SQLite, or it lacks `tables` (what the agent's store holds, in
+/// words).
+pub fn not_a_store(p: &Path, tables: &str) -> String {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    let read = fsx::open_regular(p).and_then(|mut f| {
+        let mut n = 0;
+        while n < head.len() {
+            match f.read(&mut head[n..])? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        Ok(n)
+    });
+    match read {
+        Err(e) => format!("cannot read: {e}"),
+        Ok(0) => format!("an empty file; expected a SQLite database with {tables}"),
+        Ok(n) if n < head.len() || &head != SQLITE_MAGIC => format!(
+            "not a SQLite database (no \"SQLite format 3\" header); expected one with {tables}"
+        ),
+        Ok(_) => format!("a SQLite database without {tables}"),
+    }
+}
+
 /// Percent-encodes a path for a SQLite `file:` URI, byte by byte (non-UTF-8
 /// names stay exact).
 pub fn uri_path(p: &Path) -> String {

@@ -105,6 +105,15 @@ impl super::Format for Codex {
         open_probed(probe)
     }
 
+    /// A `rollout-*.jsonl` whose first line is a JSON object of no Codex
+    /// shape (one that is not JSON is opened, and its lines reported).
+    fn not_mine(&self, p: &Path) -> Option<super::NotMine> {
+        is_rollout(p).then(|| super::NotMine {
+            why: "line 1: not a Codex CLI line (expected an object with `type` and `payload`, or a legacy header with `id` and `timestamp`)".to_string(),
+            common_name: false,
+        })
+    }
+
     /// `sessions/` and `archived_sessions/` under `$CODEX_HOME`, else `$HOME/.codex`.
     fn default_paths(&self) -> Vec<PathBuf> {
         codex_home()

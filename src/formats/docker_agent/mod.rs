@@ -50,6 +50,16 @@ impl super::Format for DockerAgent {
         open(p)
     }
 
+    fn not_mine(&self, p: &Path) -> Option<super::NotMine> {
+        p.file_name().is_some_and(|n| n == "session.db").then(|| super::NotMine {
+            why: crate::formats::sqlite::not_a_store(
+                p,
+                "docker-agent's tables `sessions` and `session_items` (or `sessions` with a `messages` column, and `migrations`)",
+            ),
+            common_name: true,
+        })
+    }
+
     /// `$HOME/.cagent` (docker-agent's data dir, which holds `session.db`).
     fn default_paths(&self) -> Vec<PathBuf> {
         super::home()

@@ -113,6 +113,16 @@ impl super::Format for Hermes {
         open(p)
     }
 
+    fn not_mine(&self, p: &Path) -> Option<super::NotMine> {
+        self.wants_file(p).then(|| super::NotMine {
+            why: crate::formats::sqlite::not_a_store(
+                p,
+                "hermes-agent's tables `sessions` (`id`, `started_at`) and `messages` (`session_id`, `role`, `content`)",
+            ),
+            common_name: true,
+        })
+    }
+
     /// `$HERMES_HOME`, else `~/.hermes` (profiles under `profiles/<name>/`
     /// are found by walking it).
     fn default_paths(&self) -> Vec<PathBuf> {

@@ -37,6 +37,16 @@ impl super::Format for Opencode {
         open_dir(p)
     }
 
+    fn not_mine(&self, p: &Path) -> Option<super::NotMine> {
+        looks_like_db(p).then(|| super::NotMine {
+            why: crate::formats::sqlite::not_a_store(
+                p,
+                "opencode's tables `session`, `message` and `part`",
+            ),
+            common_name: false,
+        })
+    }
+
     /// `$XDG_DATA_HOME/{opencode,kilo}` and `$HOME/.local/share/{opencode,kilo}`.
     fn default_paths(&self) -> Vec<std::path::PathBuf> {
         let mut bases = Vec::new();
