@@ -221,8 +221,18 @@ impl Engine {
             0 => {
                 self.progress.finish();
                 let near = nearest(want, items.iter().map(|it| it.id.as_str()));
+                // What could not be read may hold it: say so, not only "not found".
+                let unread = match self.problems.errors.as_slice() {
+                    [] => String::new(),
+                    [e] => format!("; 1 input could not be read: {e}"),
+                    [e, rest @ ..] => format!(
+                        "; {} inputs could not be read: {e} (and {} more)",
+                        rest.len() + 1,
+                        rest.len()
+                    ),
+                };
                 bail!(
-                    "session {want} not found in {}{}",
+                    "session {want} not found in {}{}{unread}",
                     self.inputs
                         .iter()
                         .map(|p| p.display().to_string())

@@ -37,16 +37,45 @@ fn stem(p: &Path) -> String {
 }
 
 fn json_files(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default();
+    listed_json_files(dir).unwrap_or_default()
+}
+
+/// The `*.json` files of folder `dir`, sorted: none when it does not exist
+/// (a message without parts has no `part/<message>/` folder).
+///
+/// # Errors
+/// Any other reason the folder cannot be listed (a file where the folder
+/// should be, no permission), as text for a [`LoadProblem`].
+fn listed_json_files(dir: &Path) -> std::result::Result<Vec<PathBuf>, String> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot list the folder: {e}")),
+    };
+    let mut v = Vec::new();
+    for e in rd {
+        let p = e
+            .map_err(|e| format!("cannot list the folder: {e}"))?
+            .path();
+        if p.extension().is_some_and(|x| x == "json") && !p.is_dir() {
+            v.push(p);
+        }
+    }
     v.sort();
-    v
+    Ok(v)
+}
+
+/// The problem of a folder of the tree that cannot be listed.
+fn unlisted(dir: &Path, id: &str, error: String) -> LoadProblem {
+    LoadProblem {
+        location: dir.display().to_string(),
+        id: Some(id.to_string()),
+        error,
+        kind: ProblemKind::Unreadable,
+        file: None,
+        line: None,
+        row: None,
+    }
 }
 
 /// Reads one JSON file: a regular file of at most
@@ -226,7 +255,12 @@ impl Store for LegacyStore {
         let mut session = Session::new(Agent::Opencode, id, title, self.path.clone());
         session.problems = problems;
         let mut parts = Vec::new();
-        for mf in json_files(&self.path.join("message").join(id)) {
+        let mdir = self.path.join("message").join(id);
+        let mfiles = listed_json_files(&mdir).unwrap_or_else(|e| {
+            session.problems.push(unlisted(&mdir, id, e));
+            Vec::new()
+        });
+        for mf in mfiles {
             let mid = stem(&mf);
             match read_json(&mf).and_then(|(v, n)| parse_message(&mid, v, n, None)) {
                 Ok(m) => session.messages.push(m),
@@ -240,7 +274,12 @@ impl Store for LegacyStore {
                     row: None,
                 }),
             }
-            for pf in json_files(&self.path.join("part").join(&mid)) {
+            let pdir = self.path.join("part").join(&mid);
+            let pfiles = listed_json_files(&pdir).unwrap_or_else(|e| {
+                session.problems.push(unlisted(&pdir, &mid, e));
+                Vec::new()
+            });
+            for pf in pfiles {
                 let pid = stem(&pf);
                 match read_json(&pf).and_then(|(v, n)| parse_part(&pid, v, n)) {
                     Ok(p) => parts.push((mid.clone(), p)),
