@@ -738,6 +738,23 @@ impl OutLock {
     }
 }
 
+/// `p` as an absolute path, lexically: the current folder prepended to a
+/// relative path and `.` components dropped (`""`, the folder of a bare file
+/// name, is the current folder); symbolic links and `..` are left as they
+/// are. `p` itself when the current folder cannot be read.
+pub fn absolute(p: &Path) -> PathBuf {
+    let p = if p.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        p
+    };
+    std::path::absolute(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

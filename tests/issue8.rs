@@ -453,3 +453,228 @@ fn issue8_the_cut_that_breaks_a_loop_keeps_the_most_turns_that_fit() {
         "one more turn ({more}) would not break the loop: {over}"
     );
 }
+
+/// Runs a printed remedy (`session-doctor ...`, shell words) with the built
+/// binary from folder `cwd`, hermetic; answers its exit code and stderr.
+fn run_printed(cmd: &str, cwd: &Path) -> (i32, String) {
+    let words = shell_words::split(cmd).unwrap();
+    assert_eq!(words[0], "session-doctor", "{cmd}");
+    let out = bin().current_dir(cwd).args(&words[1..]).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Review of the error paths: a file named as an agent names its store
+/// (`opencode.db`, `rollout-*.jsonl`, `state.db`) that no format opens was
+/// skipped without a word while walking a folder (exit 0). Now the
+/// agent-specific names are errors naming the file and what was expected
+/// (exit 2 after the good store is listed); `state.db`, a name other
+/// programs use too, is a warning.
+#[test]
+fn issue8_a_file_named_as_an_agent_names_its_store_that_is_not_one_is_reported() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    for d in ["a", "b", "c", "d"] {
+        std::fs::create_dir(r.join(d)).unwrap();
+    }
+    std::fs::write(r.join("a/state.db"), "").unwrap();
+    std::fs::copy(
+        fixtures().join("hermes/hermes/basic/state.db"),
+        r.join("b/state.db"),
+    )
+    .unwrap();
+    std::fs::copy(oc("plain").join("opencode.db"), r.join("c/opencode.db")).unwrap();
+    rusqlite::Connection::open(r.join("c/opencode.db"))
+        .unwrap()
+        .execute_batch("PRAGMA journal_mode=DELETE; PRAGMA foreign_keys=off; DROP TABLE part;")
+        .unwrap();
+    std::fs::write(
+        r.join("d/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"),
+        "{\"timestamp\":\"2026-02-23T19:34:26.098Z\",\"type\":\"session_meta\"}\n",
+    )
+    .unwrap();
+    let before = snapshot(r);
+    let out = bin()
+        .args(["list", "--format", "json", r.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc}");
+    let errors = doc["errors"].as_array().unwrap();
+    let error_of = |name: &str| {
+        errors
+            .iter()
+            .find(|e| e["path"].as_str().unwrap().ends_with(name))
+            .unwrap_or_else(|| panic!("no error for {name}: {errors:?}"))["reason"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(error_of("c/opencode.db").contains("without opencode's tables"));
+    assert!(error_of("-bda6a9c575ff.jsonl").contains("line 1: not a Codex CLI line"));
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["path"].as_str().unwrap().ends_with("a/state.db")
+                && w["reason"].as_str().unwrap().contains("an empty file")),
+        "{warnings:?}"
+    );
+    // Given by name, the same empty state.db is an error.
+    let out = bin()
+        .args(["list", r.join("a/state.db").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "a/state.db: an empty file; expected a SQLite database with hermes-agent's tables"
+        ),
+        "{err}"
+    );
+    assert_eq!(snapshot(r), before);
+}
+
+/// Review of the error paths: a legacy opencode tree whose `part/` folder
+/// cannot be listed (here a file stands where the folder should be) read
+/// every session as healthy with no parts. Now each message's part folder
+/// that cannot be listed is an `unreadable` finding naming it.
+#[test]
+fn issue8_a_legacy_part_folder_that_cannot_be_listed_is_an_unreadable_finding() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("l");
+    copy_dir(&oc("legacy-1.1.65"), &root);
+    std::fs::remove_dir_all(root.join("storage/part")).unwrap();
+    std::fs::write(root.join("storage/part"), "x").unwrap();
+    let before = snapshot(t.path());
+    let doc = json(&["check", "--format", "json", root.to_str().unwrap()]);
+    assert!(!doc["sessions"].as_array().unwrap().is_empty());
+    let bad = with_code(&doc, "unreadable");
+    assert!(!bad.is_empty(), "{doc}");
+    assert!(
+        bad.iter()
+            .all(|f| f.to_string().contains("storage/part/msg_")
+                && f.to_string().contains("cannot list the folder")),
+        "{bad:?}"
+    );
+    assert_eq!(snapshot(t.path()), before);
+}
+
+/// Review of the error paths: `inspect --session` of a store that could
+/// not be read said only "not found". Now it also says what could not be
+/// read.
+#[test]
+fn issue8_inspect_of_a_session_in_a_store_that_cannot_be_read_says_so() {
+    let t = tempfile::tempdir().unwrap();
+    let db = t.path().join("opencode.db");
+    let bytes = std::fs::read(oc("plain").join("opencode.db")).unwrap();
+    std::fs::write(&db, &bytes[..bytes.len() / 2]).unwrap();
+    let out = bin()
+        .args(["inspect", "--session", "ses_x", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("session ses_x not found"), "{err}");
+    assert!(err.contains("1 input could not be read:"), "{err}");
+    assert!(err.contains("opencode.db"), "{err}");
+}
+
+/// Review of the printed remedies: a store given as a bare file name got a
+/// relative `--out` inside the store's own folder (`sessions.session-doctor`),
+/// a relative store path made the command work only from where `check` ran,
+/// a session id starting with `-` read as a flag, and a config file where
+/// the command runs could make it change nothing. Now paths are absolute,
+/// such an id is `--session=ID`, and compact commands carry `--no-config`;
+/// each printed command is run from another folder and fixes its finding.
+#[test]
+fn issue8_printed_remedies_work_from_any_folder() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    // A bare file name, from its own folder.
+    let sp = root.join("sp");
+    std::fs::create_dir(&sp).unwrap();
+    std::fs::copy(
+        oc("stale-parent").join("opencode.db"),
+        sp.join("opencode.db"),
+    )
+    .unwrap();
+    // A Claude Code transcript whose session id starts with `-`.
+    let hy = root.join("hy");
+    std::fs::create_dir(&hy).unwrap();
+    std::fs::copy(
+        fixtures().join("claude-code/claude-code-log/edge-fixtures/edge_cases.jsonl"),
+        hy.join("-edge.jsonl"),
+    )
+    .unwrap();
+    // A session with historical media, checked with --no-config where a
+    // config file ignores that code.
+    let im = root.join("im");
+    copy_dir(&oc("image"), &im.join("image"));
+    std::fs::write(
+        im.join("session-doctor.toml"),
+        "ignore = [\"media-in-history\"]\n",
+    )
+    .unwrap();
+    let elsewhere = root.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let cases: [(&Path, &[&str], &str); 3] = [
+        (&sp, &["opencode.db"], "stale-parent"),
+        (&root, &["hy"], "dangling-parent"),
+        (
+            &im,
+            &["--no-config", "--fail-on", "warning", "image"],
+            "media-in-history",
+        ),
+    ];
+    for (cwd, args, code) in cases {
+        let mut a = vec!["check", "--format", "json"];
+        a.extend_from_slice(args);
+        let out = bin().current_dir(cwd).args(&a).output().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let f = with_code(&doc, code);
+        assert!(!f.is_empty(), "{code}: {doc}");
+        let cmd = f[0]["remedy_command"].as_str().unwrap().to_string();
+        let words = shell_words::split(&cmd).unwrap();
+        let out_dir = words[words.iter().position(|w| w == "--out").unwrap() + 1].clone();
+        assert!(Path::new(&words[2]).is_absolute(), "{cmd}");
+        assert!(Path::new(&out_dir).is_absolute(), "{cmd}");
+        assert!(
+            !Path::new(&out_dir).starts_with(cwd.join(args.last().unwrap())),
+            "{cmd}"
+        );
+        if code == "dangling-parent" {
+            assert!(cmd.contains(" --session=-edge "), "{cmd}");
+        }
+        if code == "media-in-history" {
+            assert!(cmd.contains(" --no-config"), "{cmd}");
+        }
+        let (rc, err) = run_printed(&cmd, &elsewhere);
+        assert_eq!(rc, 0, "{cmd}: {err}");
+        let again = json(&[
+            "check",
+            "--no-config",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+            &out_dir,
+        ]);
+        assert_eq!(again["sessions"].as_array().unwrap().len(), 1, "{again}");
+        assert!(
+            with_code(&again, code).is_empty(),
+            "{code} still in {again}"
+        );
+    }
+    // The bare file's folder holds only what it held.
+    let names: Vec<_> = std::fs::read_dir(&sp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["opencode.db"]);
+}

@@ -1,16 +1,18 @@
 //! The exact command that fixes a finding (`remedy_command`), printed with
 //! it so a person or a CI log can run it as is.
 //!
-//! - `repair` and `compact` name the store the session was read from, the
-//!   session, and an output folder beside the store's layout root:
+//! - `repair` and `compact` name the store the session was read from (as an
+//!   absolute path, so the command works from any folder), the session
+//!   (`--session=ID` when the id starts with `-`), and an output folder beside the store's layout root:
 //!   `<copy base>.session-doctor/<session id>` (the copy base is the folder
 //!   the agent's layout starts at: the db's folder, the Claude Code config
 //!   dir, the Codex home), which is never inside an input or an agent's
 //!   session folder, so the guard lets it through, and one folder per
 //!   session, so two commands never collide.
 //! - `compact` carries the budget flags and ignored codes the check ran
-//!   with, from its flags or its config file (so it measures and plans the
-//!   same wherever it is run), and for a stored failure the size of the request that
+//!   with, from its flags or its config file, and `--no-config` (so it
+//!   measures and plans the same wherever it is run, whatever config file
+//!   sits there), and for a stored failure the size of the request that
 //!   failed as `--max-request-bytes` (a limit below it wedged the session).
 
 use crate::config::Settings;
@@ -41,14 +43,19 @@ fn safe(id: &str) -> String {
 /// Where the `command` (`repair`, `compact`) remedy of session `id` in
 /// `store` writes: `<copy base>.session-doctor/<command>/<id>`.
 pub fn out_dir(store: &dyn Store, command: &str, id: &str) -> PathBuf {
-    let base = store.copier().copy_base();
-    let base = std::path::absolute(&base).unwrap_or(base);
+    let base = absolute(&store.copier().copy_base());
     let mut name = base
         .file_name()
         .map(|n| n.to_os_string())
         .unwrap_or_else(|| "sessions".into());
     name.push(".session-doctor");
     base.with_file_name(name).join(command).join(safe(id))
+}
+
+/// `p` absolute ([`crate::fsx::absolute`]): a printed command works from
+/// any folder and names no path that starts with `-`.
+fn absolute(p: &Path) -> PathBuf {
+    crate::fsx::absolute(p)
 }
 
 /// The budget flags of `b` that differ from the defaults, and its ignored
@@ -91,11 +98,16 @@ pub fn fill(
     budget: &Settings,
 ) {
     let id = session.id.clone();
+    // An id that starts with `-` would read as a flag after `--session `.
+    let session_flag = if id.starts_with('-') {
+        format!("--session={}", shell_words::quote(&id))
+    } else {
+        format!("--session {}", shell_words::quote(&id))
+    };
     let head = |cmd: &str| {
         format!(
-            "session-doctor {cmd} {} --session {} --out {}",
-            quote(store.path()),
-            shell_words::quote(&id),
+            "session-doctor {cmd} {} {session_flag} --out {}",
+            quote(&absolute(store.path())),
             quote(&out_dir(store, cmd, &id))
         )
     };
@@ -104,7 +116,9 @@ pub fn fill(
         .any(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning);
     let mut compact_cmd: Result<String, String> = Err(String::new());
     if wants_compact {
-        let mut c = head("compact");
+        // Every setting the check ran with is carried as a flag: no config
+        // file where the command is run may change what it plans.
+        let mut c = head("compact") + " --no-config";
         for flag in budget_flags(budget) {
             c.push(' ');
             c.push_str(&flag);

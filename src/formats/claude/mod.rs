@@ -361,7 +361,10 @@ impl ClaudeStore {
     /// `<config dir>` when the file sits in `<config dir>/projects/<cwd>/`,
     /// else `None`.
     fn config_dir(&self) -> Option<PathBuf> {
-        let project = self.main.parent()?;
+        // Absolute first: `check .` run inside `projects/` names its files
+        // `./<project>/<id>.jsonl`, whose `projects` folder only shows then.
+        let main = crate::fsx::absolute(&self.main);
+        let project = main.parent()?;
         let projects = project.parent()?;
         if projects.file_name()? == "projects" {
             Some(projects.parent()?.to_path_buf())
@@ -434,8 +437,7 @@ impl Copier for ClaudeStore {
     fn copy_path(&self) -> PathBuf {
         let name = self.main.file_name().map(PathBuf::from).unwrap_or_default();
         match self.config_dir() {
-            Some(cfg) => self
-                .main
+            Some(cfg) => crate::fsx::absolute(&self.main)
                 .strip_prefix(&cfg)
                 .map(Path::to_path_buf)
                 .unwrap_or(name),
