@@ -678,3 +678,101 @@ fn issue8_printed_remedies_work_from_any_folder() {
         .collect();
     assert_eq!(names, ["opencode.db"]);
 }
+
+/// Review of the error paths: `repair --out F/x` where `F` is a file said
+/// "would write" on a real run, blamed `.session-doctor-copies.json`, and
+/// printed the error on stdout and stderr. Now `--out` is refused naming
+/// the file, and a copy that is not written prints its error once (stderr),
+/// its row saying only that it was not written.
+#[test]
+fn issue8_a_copy_not_written_is_reported_once_and_names_the_real_cause() {
+    let t = tempfile::tempdir().unwrap();
+    let afile = t.path().join("afile");
+    std::fs::write(&afile, "").unwrap();
+    let src = oc("stale-parent");
+    let out = bin()
+        .args([
+            "repair",
+            "--out",
+            afile.join("x").to_str().unwrap(),
+            src.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("afile is a regular file, not a folder"),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("would write"));
+
+    let o = t.path().join("o");
+    bin()
+        .args([
+            "repair",
+            "--out",
+            o.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ])
+        .assert()
+        .code(0);
+    let out = bin()
+        .args([
+            "repair",
+            "--out",
+            o.to_str().unwrap(),
+            src.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let why = "already exists; pass --force to replace a previous copy";
+    assert!(stderr.contains(why), "{stderr}");
+    assert!(!stdout.contains(why), "{stdout}");
+    assert!(stdout.contains("did not write"), "{stdout}");
+    assert!(!stdout.contains("would write"), "{stdout}");
+}
+
+/// Review of the error paths: while walking a folder, a link to nothing was
+/// a warning (exit 0) but a link to itself an error (exit 2). Both are links
+/// that cannot be followed: warnings, naming each.
+#[test]
+fn issue8_links_that_cannot_be_followed_while_walking_are_warnings() {
+    let t = tempfile::tempdir().unwrap();
+    let proj = t.path().join("projects/-p");
+    std::fs::create_dir_all(&proj).unwrap();
+    let src = fixtures().join(
+        "claude-code/claude-code-gen/multi/projects/-home-dev-cc-dev-claude-multi-proj/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl",
+    );
+    std::fs::copy(
+        &src,
+        proj.join("0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/nonexistent", proj.join("3.jsonl")).unwrap();
+    std::os::unix::fs::symlink("4.jsonl", proj.join("4.jsonl")).unwrap();
+    let out = bin()
+        .args(["list", "--format", "json", t.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1);
+    assert!(doc["errors"].as_array().unwrap().is_empty(), "{doc}");
+    let warned: Vec<&str> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        warned.iter().any(|p| p.ends_with("3.jsonl"))
+            && warned.iter().any(|p| p.ends_with("4.jsonl")),
+        "{warned:?}"
+    );
+}

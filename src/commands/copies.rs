@@ -145,17 +145,25 @@ pub fn write(
             .iter()
             .filter(|t| std::fs::symlink_metadata(t).is_ok())
             .collect();
+        // The error is about the copy (`p.dest`): a side file is named.
+        let which = |t: &Path| {
+            if t == p.dest {
+                "already".to_string()
+            } else {
+                format!("{} already", t.display())
+            }
+        };
         if existing.is_empty() {
             None
         } else if !force {
             Some(format!(
                 "{} exists; pass --force to replace a previous copy",
-                existing[0].display()
+                which(existing[0])
             ))
         } else {
             existing.iter().find(|t| !manifest.contains(&rel_of(t))).map(|t| format!(
                 "{} exists and was not written by session-doctor (it is not in {}); --force only replaces previous copies: remove it yourself or choose another --out",
-                t.display(),
+                which(t),
                 out_dir.join(crate::fsx::MANIFEST_NAME).display()
             ))
         }

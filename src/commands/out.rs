@@ -134,6 +134,22 @@ impl Guard {
                 bail!("refusing --out {}: it is {what}", out.display());
             }
         }
+        // The folder, or the nearest part of it that exists, must be a
+        // folder: a file there makes every copy fail with a message about
+        // the file inside it that cannot be read.
+        if let Some((at, md)) = r
+            .ancestors()
+            .find_map(|a| std::fs::metadata(a).ok().map(|m| (a, m)))
+        {
+            if !md.is_dir() {
+                bail!(
+                    "--out {}: {} is {}, not a folder",
+                    out.display(),
+                    at.display(),
+                    crate::fsx::type_name(&md.file_type())
+                );
+            }
+        }
         Ok(r)
     }
 

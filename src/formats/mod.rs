@@ -596,6 +596,19 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
                         .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
                     {
                         Found::Warn(InputError::new(&at, "a symbolic link to nothing; skipped"))
+                    } else if std::fs::symlink_metadata(&at)
+                        .is_ok_and(|m| m.file_type().is_symlink())
+                    {
+                        // A link to itself or around a loop of links: as a
+                        // link to nothing, a warning while walking.
+                        let why = e
+                            .io_error()
+                            .map(|io| io.to_string())
+                            .unwrap_or_else(|| e.to_string());
+                        Found::Warn(InputError::new(
+                            &at,
+                            format!("a symbolic link that cannot be followed ({why}); skipped"),
+                        ))
                     } else {
                         let why = e
                             .io_error()

@@ -1793,21 +1793,24 @@ impl TableExporter {
 
     /// `wrote DEST (N changes) from SOURCE`, the reason when it was not
     /// written, and the next steps under it.
+    /// The reason of a copy not written is the run's error (stderr), not
+    /// repeated here: each error is reported once.
     fn copy_line(&self, c: &CopyRow) -> String {
-        let verb = if c.written { "wrote" } else { "would write" };
+        let (verb, tail) = match (c.written, &c.error) {
+            (true, _) => ("wrote", ""),
+            (false, None) => ("would write", ""),
+            (false, Some(_)) => ("did not write", " (the error says why)"),
+        };
         let mut out = self.wrap(
             "",
             "  ",
             &format!(
-                "{verb} {} ({}) from {}",
+                "{verb} {} ({}) from {}{tail}",
                 c.dest,
                 plural(c.changes, "change", "changes"),
                 c.source
             ),
         );
-        if let Some(e) = &c.error {
-            out.push_str(&self.wrap("  not written: ", "    ", e));
-        }
         out.push_str(&next_steps(&c.next_steps, self.width));
         out
     }
