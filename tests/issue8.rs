@@ -776,3 +776,40 @@ fn issue8_links_that_cannot_be_followed_while_walking_are_warnings() {
         "{warned:?}"
     );
 }
+
+/// Review of the error paths: a hermes-agent row whose text is not UTF-8
+/// was read as healthy (decoded lossily), while hermes, reading rows with
+/// Python's sqlite3, cannot decode it and fails to load the session. Now it
+/// is an `unreadable` finding naming the row and the column.
+#[test]
+fn issue8_a_hermes_row_that_is_not_utf8_is_an_unreadable_finding() {
+    let t = tempfile::tempdir().unwrap();
+    let db = t.path().join("state.db");
+    std::fs::copy(fixtures().join("hermes/hermes/basic/state.db"), &db).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "PRAGMA journal_mode=DELETE; UPDATE messages SET content = CAST(x'48656c6cff6f' AS TEXT) WHERE id = 2;",
+        )
+        .unwrap();
+    let doc = json(&["check", "--format", "json", db.to_str().unwrap()]);
+    let bad = with_code(&doc, "unreadable");
+    assert_eq!(bad.len(), 1, "{doc}");
+    let text = bad[0].to_string();
+    assert!(
+        text.contains("messages row 2") && text.contains("`content` not UTF-8"),
+        "{text}"
+    );
+    // What hermes meets: Python's sqlite3 refuses the row (when python3 is here).
+    if let Ok(out) = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3,sys\ntry:\n sqlite3.connect(sys.argv[1]).execute('SELECT content FROM messages WHERE id=2').fetchall(); print('read')\nexcept sqlite3.OperationalError as e: print('refused', e)",
+            db.to_str().unwrap(),
+        ])
+        .output()
+    {
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.starts_with("refused"), "{said}");
+    }
+}

@@ -712,6 +712,30 @@ pub fn read_row(r: &rusqlite::Row<'_>) -> (RowData, RowFacts) {
     (data, facts)
 }
 
+/// The text columns of a row of [`row_columns`] whose bytes are not UTF-8
+/// (`content` is read as bytes, so it is checked whatever its type),
+/// named as stored, in column order.
+fn not_utf8_columns(r: &rusqlite::Row<'_>) -> Vec<&'static str> {
+    const NAMES: [(usize, &str); 7] = [
+        (1, "`role`"),
+        (2, "`content`"),
+        (3, "`api_content`"),
+        (4, "`tool_calls`"),
+        (5, "`tool_call_id`"),
+        (6, "`tool_name`"),
+        (8, "`finish_reason`"),
+    ];
+    NAMES
+        .iter()
+        .filter(|(i, _)| match r.get_ref(*i) {
+            Ok(ValueRef::Text(b)) => std::str::from_utf8(b).is_err(),
+            Ok(ValueRef::Blob(b)) if *i == 2 => std::str::from_utf8(b).is_err(),
+            _ => false,
+        })
+        .map(|(_, n)| *n)
+        .collect()
+}
+
 /// The `id` and `call_id` of each call of a `tool_calls` JSON list.
 pub fn call_ids(tool_calls: Option<&str>) -> Vec<Vec<String>> {
     let Some(Value::Array(a)) = tool_calls.and_then(|t| serde_json::from_str(t).ok()) else {
@@ -1161,6 +1185,21 @@ pub fn read_rows(
         |r| {
             let (data, f) = read_row(r);
             let (m, p) = parse_row(&data, model, &location);
+            let bad = not_utf8_columns(r);
+            if !bad.is_empty() {
+                problems.push(LoadProblem {
+                    location: format!("{location}: messages row {}", data.id),
+                    id: Some(m.id.to_string()),
+                    error: format!(
+                        "{} not UTF-8 text: hermes-agent reads rows with Python's sqlite3, which cannot decode it, so the session does not load",
+                        bad.join(", ")
+                    ),
+                    kind: ProblemKind::Unreadable,
+                    file: None,
+                    line: None,
+                    row: None,
+                });
+            }
             facts.insert(m.id.to_string(), f);
             messages.push(m);
             problems.extend(p);
