@@ -864,8 +864,13 @@ pub struct Session {
     pub leaf_id: Option<String>,
     pub parent_links: ParentLinks,
     /// Facts about the data worth telling people (e.g. usage the agent does
-    /// not store), printed with `list` and `check`.
+    /// not store), printed with `list` and `check`; set through
+    /// [`Session::note`].
     pub notes: Vec<String>,
+    /// The figures the [`Session::notes`] state (counts, bytes, tokens), by
+    /// name (`summarization_requests`, `unfinished_tail_bytes`...): what
+    /// `--format json` gives as fields, never only inside a sentence.
+    pub note_figures: std::collections::BTreeMap<String, u64>,
     /// Model limits the agent stored with the session itself (Codex
     /// `task_started.model_context_window`); used when no flag names limits.
     pub stored_limits: Option<crate::budget::Limits>,
@@ -928,6 +933,16 @@ pub struct Lineage {
 
 impl Session {
     /// An empty session.
+    /// Adds note `text` and the figures it states, by name (a figure of a
+    /// name already noted is added to it).
+    pub fn note(&mut self, text: String, figures: &[(&str, u64)]) {
+        self.notes.push(text);
+        for (name, v) in figures {
+            let f = self.note_figures.entry((*name).to_string()).or_default();
+            *f = f.saturating_add(*v);
+        }
+    }
+
     pub fn new(agent: Agent, id: &str, title: Option<String>, source: PathBuf) -> Session {
         Session {
             agent,
@@ -944,6 +959,7 @@ impl Session {
             leaf_id: None,
             parent_links: ParentLinks::UserTurn,
             notes: Vec::new(),
+            note_figures: Default::default(),
             stored_limits: None,
             session_usage: Usage::default(),
             lineage: None,

@@ -813,3 +813,50 @@ fn issue8_a_hermes_row_that_is_not_utf8_is_an_unreadable_finding() {
         assert!(said.starts_with("refused"), "{said}");
     }
 }
+
+/// Review of the JSON output: the figures of a session's notes (counts of
+/// lines, calls, tokens) were only inside their sentences. Now `list` and
+/// `check` give them as fields in `note_figures`, the same numbers.
+#[test]
+fn issue8_the_figures_of_notes_are_fields() {
+    let codex = fixtures().join("codex/localpush");
+    let doc = json(&["list", "--format", "json", codex.to_str().unwrap()]);
+    let s = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["note_figures"].is_object())
+        .unwrap_or_else(|| panic!("no session with note_figures: {doc}"));
+    let f = &s["note_figures"];
+    let n = f["token_count_lines_without_request"].as_u64().unwrap();
+    assert!(s["notes"].as_array().unwrap().iter().any(|t| t
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("{n} token_count line(s)"))));
+    assert!(f["compactions"].as_u64().unwrap() >= 1, "{f}");
+    let check = json(&[
+        "check",
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+        codex.to_str().unwrap(),
+    ]);
+    assert!(check["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["note_figures"] == *f));
+    let hermes = json(&[
+        "list",
+        "--format",
+        "json",
+        fixtures().join("hermes").to_str().unwrap(),
+    ]);
+    let aux = hermes["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|s| s["note_figures"]["auxiliary.compression.calls"].as_u64());
+    assert!(aux.is_some_and(|c| c >= 1), "{hermes}");
+}

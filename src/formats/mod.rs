@@ -264,11 +264,14 @@ pub fn settle_growing_tail(s: &mut Session, path: &Path, file: usize, len: u64) 
             Ok(cut) => {
                 s.problems.remove(i);
                 s.other_bytes = s.other_bytes.saturating_sub(len - cut);
-                s.notes.push(format!(
-                    "{} was being written while it was read: its last {} byte(s), an unfinished line, are left out of this snapshot",
-                    path.display(),
-                    len - cut
-                ));
+                s.note(
+                    format!(
+                        "{} was being written while it was read: its last {} byte(s), an unfinished line, are left out of this snapshot",
+                        path.display(),
+                        len - cut
+                    ),
+                    &[("unfinished_tail_bytes", len - cut)],
+                );
                 cut
             }
             Err(_) => len,

@@ -54,6 +54,10 @@ pub struct ListRow {
     /// or what the agent's own token totals include).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The figures the notes state, by name (`summarization_requests`,
+    /// `unfinished_tail_bytes`...).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub note_figures: std::collections::BTreeMap<String, u64>,
     /// Where the session sits among sessions that continue one another
     /// (hermes-agent compression chains).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -162,6 +166,10 @@ pub struct CheckSession {
     /// or what the agent's own token totals include).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The figures the notes state, by name (`summarization_requests`,
+    /// `unfinished_tail_bytes`...).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub note_figures: std::collections::BTreeMap<String, u64>,
 }
 
 /// `repair`: one store copy.

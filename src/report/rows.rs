@@ -23,6 +23,7 @@ pub fn list_row(s: &Session, findings: &[Finding]) -> ListRow {
         tokens_total: s.tokens_total(),
         findings: SeverityCounts::of(findings),
         notes: s.notes.clone(),
+        note_figures: s.note_figures.clone(),
         chain: s.lineage.as_deref().map(|l| ChainRow {
             root: l.root.clone(),
             position: l.position,
@@ -69,6 +70,7 @@ pub fn check_session(s: &Session, findings: Vec<Finding>, options: &Options) -> 
         budget: options.budget.as_ref().ok().cloned(),
         budget_unknown: options.budget.as_ref().err().cloned(),
         notes: s.notes.clone(),
+        note_figures: s.note_figures.clone(),
         findings,
     }
 }

@@ -1034,11 +1034,18 @@ pub(super) fn finish(s: &mut Session) {
             .skip(1)
             .filter(|f| file_name(f).starts_with("agent-acompact"))
             .count();
-        s.notes.push(if compact_agents > 0 {
+        let text = if compact_agents > 0 {
             format!("{boundaries} compaction(s): the usage of Claude Code's summarization calls is counted from {compact_agents} agent-acompact-* sub-agent file(s)")
         } else {
             format!("{boundaries} compaction(s): Claude Code stores no usage for its summarization calls, so tokens_total leaves them out")
-        });
+        };
+        s.note(
+            text,
+            &[
+                ("compactions", boundaries as u64),
+                ("summarization_agent_files", compact_agents as u64),
+            ],
+        );
     }
 }
 

@@ -1691,10 +1691,13 @@ impl Loader {
                     n += 1;
                 }
             }
-            s.notes.push(if n > 0 {
+            let input = sum
+                .input
+                .saturating_add(sum.cache_read)
+                .saturating_add(sum.cache_write);
+            let text = if n > 0 {
                 format!(
-                    "tokens_total is Codex's running total_token_usage, which includes its own compaction (summarization) requests: {n} found for {compactions} compaction(s), {} input ({} cached) and {} output tokens",
-                    sum.input.saturating_add(sum.cache_read).saturating_add(sum.cache_write),
+                    "tokens_total is Codex's running total_token_usage, which includes its own compaction (summarization) requests: {n} found for {compactions} compaction(s), {input} input ({} cached) and {} output tokens",
                     sum.cache_read,
                     sum.output
                 )
@@ -1702,23 +1705,43 @@ impl Loader {
                 format!(
                     "tokens_total is Codex's running total_token_usage, which includes a compaction's summarization request when Codex reports one; none of the {compactions} compaction(s) in this file left one (a remote compaction reports none; a compacted copy no longer holds it)"
                 )
-            });
+            };
+            s.note(
+                text,
+                &[
+                    ("compactions", compactions as u64),
+                    ("summarization_requests", n as u64),
+                    ("summarization_input_tokens", input),
+                    ("summarization_cache_read_tokens", sum.cache_read),
+                    ("summarization_output_tokens", sum.output),
+                ],
+            );
         }
         if self.estimates > 0 {
-            s.notes.push(format!(
-                "{} token_count line(s) report no request (cumulative total unchanged, only total_tokens set: Codex's estimate of the history); kept as usage records, never as context",
-                self.estimates
-            ));
+            s.note(
+                format!(
+                    "{} token_count line(s) report no request (cumulative total unchanged, only total_tokens set: Codex's estimate of the history); kept as usage records, never as context",
+                    self.estimates
+                ),
+                &[("token_count_lines_without_request", self.estimates as u64)],
+            );
         }
         if !self.extra_types.is_empty() {
-            s.notes.push(format!(
+            let text = format!(
                 "line types kept as metadata: {}",
                 self.extra_types
                     .iter()
                     .map(|(t, n)| format!("{t} {n}"))
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
+            );
+            let names: Vec<(String, u64)> = self
+                .extra_types
+                .iter()
+                .map(|(t, n)| (format!("metadata_lines.{t}"), *n as u64))
+                .collect();
+            let figures: Vec<(&str, u64)> = names.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+            s.note(text, &figures);
         }
         self.s
     }

@@ -394,10 +394,18 @@ impl Builder {
         view::finish(&mut self.s, &self.facts);
         let (items, copies, bytes, distinct) = &self.tool_defs;
         if *bytes >= TOOL_DEFS_NOTE_BYTES {
-            self.s.notes.push(format!(
-                "{items} assistant items store {copies} tool definitions ({bytes} bytes, {} distinct) in their message_json; they count in the request size (whether docker-agent sends them to the provider is not verified)",
-                distinct.len()
-            ));
+            self.s.note(
+                format!(
+                    "{items} assistant items store {copies} tool definitions ({bytes} bytes, {} distinct) in their message_json; they count in the request size (whether docker-agent sends them to the provider is not verified)",
+                    distinct.len()
+                ),
+                &[
+                    ("tool_definition_items", *items as u64),
+                    ("tool_definition_copies", *copies as u64),
+                    ("tool_definition_bytes", *bytes),
+                    ("tool_definitions_distinct", distinct.len() as u64),
+                ],
+            );
         }
         self.s.messages.shrink_to_fit();
         self.s

@@ -180,24 +180,33 @@ impl HermesStore {
     }
 
     /// A note on usage hermes books apart from the session's totals.
-    fn aux_note(row: &parse::SessRow) -> Option<String> {
+    /// The note of the auxiliary calls hermes books apart, and its figures
+    /// (`auxiliary.<task>.calls`, `.input_tokens`, `.output_tokens`).
+    fn aux_note(row: &parse::SessRow) -> Option<(String, Vec<(String, u64)>)> {
         if row.aux.is_empty() {
             return None;
         }
+        let mut figures = Vec::new();
         let parts: Vec<String> = row
             .aux
             .iter()
             .map(|(task, calls, u)| {
+                let input = u.input + u.cache_read + u.cache_write;
+                figures.push((format!("auxiliary.{task}.calls"), *calls));
+                figures.push((format!("auxiliary.{task}.input_tokens"), input));
+                figures.push((format!("auxiliary.{task}.output_tokens"), u.output));
                 format!(
-                    "{task}: {calls} call(s), {} input, {} output tokens",
-                    u.input + u.cache_read + u.cache_write,
+                    "{task}: {calls} call(s), {input} input, {} output tokens",
                     u.output
                 )
             })
             .collect();
-        Some(format!(
-            "not in tokens_total (ccusage leaves them out too): hermes books its auxiliary calls apart in session_model_usage ({})",
-            parts.join("; ")
+        Some((
+            format!(
+                "not in tokens_total (ccusage leaves them out too): hermes books its auxiliary calls apart in session_model_usage ({})",
+                parts.join("; ")
+            ),
+            figures,
         ))
     }
 }
@@ -267,7 +276,10 @@ impl Store for HermesStore {
         parse::resolve_calls(&mut s, &facts);
         parse::mark_in_place(&mut s, &facts);
         s.visible = view::visible_view(&s.messages, &facts, resumed_here);
-        s.notes.extend(Self::aux_note(row));
+        if let Some((text, figures)) = Self::aux_note(row) {
+            let figures: Vec<(&str, u64)> = figures.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            s.note(text, &figures);
+        }
         s.messages.shrink_to_fit();
         self.snap.unchanged()?;
         Ok(s)
