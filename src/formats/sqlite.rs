@@ -647,15 +647,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn wal_mode_without_wal_is_read_immutable_and_nothing_is_created() {
+    /// A folder holding `a.db`: a WAL-mode database of one empty table `t`,
+    /// checkpointed (no `-wal` beside it).
+    fn wal_db() -> (tempfile::TempDir, PathBuf) {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.db");
-        {
-            let c = Connection::open(&p).unwrap();
-            c.pragma_update(None, "journal_mode", "WAL").unwrap();
-            c.execute("CREATE TABLE t(x)", []).unwrap();
-        }
+        let c = Connection::open(&p).unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        c.execute("CREATE TABLE t(x)", []).unwrap();
+        drop(c);
+        (d, p)
+    }
+
+    #[test]
+    fn wal_mode_without_wal_is_read_immutable_and_nothing_is_created() {
+        let (d, p) = wal_db();
         assert_eq!(listing(d.path()), ["a.db"]);
         let s = Snapshot::open(&p).unwrap();
         assert_eq!(s.mode(), ReadMode::Immutable);
@@ -674,13 +680,7 @@ mod tests {
     /// private snapshot of the same database stays valid.
     #[test]
     fn an_immutable_read_that_the_agent_writes_meanwhile_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("a.db");
-        {
-            let c = Connection::open(&p).unwrap();
-            c.pragma_update(None, "journal_mode", "WAL").unwrap();
-            c.execute("CREATE TABLE t(x)", []).unwrap();
-        }
+        let (d, p) = wal_db();
         let s = Snapshot::open(&p).unwrap();
         assert_eq!(s.mode(), ReadMode::Immutable);
         s.unchanged().unwrap();

@@ -65,10 +65,11 @@ fn listed_json_files(dir: &Path) -> std::result::Result<Vec<PathBuf>, String> {
     Ok(v)
 }
 
-/// The problem of a folder of the tree that cannot be listed.
-fn unlisted(dir: &Path, id: &str, error: String) -> LoadProblem {
+/// The problem of a file or folder of the tree (`at`) that cannot be read
+/// or listed, for the session, message or part `id`.
+fn unreadable(at: &Path, id: &str, error: String) -> LoadProblem {
     LoadProblem {
-        location: dir.display().to_string(),
+        location: at.display().to_string(),
         id: Some(id.to_string()),
         error,
         kind: ProblemKind::Unreadable,
@@ -240,15 +241,7 @@ impl Store for LegacyStore {
         let title = match read_json(&sfile) {
             Ok((v, _)) => v.get("title").and_then(Value::as_str).map(str::to_string),
             Err(error) => {
-                problems.push(LoadProblem {
-                    location: sfile.display().to_string(),
-                    id: Some(id.to_string()),
-                    error,
-                    kind: ProblemKind::Unreadable,
-                    file: None,
-                    line: None,
-                    row: None,
-                });
+                problems.push(unreadable(&sfile, id, error));
                 None
             }
         };
@@ -257,41 +250,25 @@ impl Store for LegacyStore {
         let mut parts = Vec::new();
         let mdir = self.path.join("message").join(id);
         let mfiles = listed_json_files(&mdir).unwrap_or_else(|e| {
-            session.problems.push(unlisted(&mdir, id, e));
+            session.problems.push(unreadable(&mdir, id, e));
             Vec::new()
         });
         for mf in mfiles {
             let mid = stem(&mf);
             match read_json(&mf).and_then(|(v, n)| parse_message(&mid, v, n, None)) {
                 Ok(m) => session.messages.push(m),
-                Err(error) => session.problems.push(LoadProblem {
-                    location: mf.display().to_string(),
-                    id: Some(mid.clone()),
-                    error,
-                    kind: ProblemKind::Unreadable,
-                    file: None,
-                    line: None,
-                    row: None,
-                }),
+                Err(error) => session.problems.push(unreadable(&mf, &mid, error)),
             }
             let pdir = self.path.join("part").join(&mid);
             let pfiles = listed_json_files(&pdir).unwrap_or_else(|e| {
-                session.problems.push(unlisted(&pdir, &mid, e));
+                session.problems.push(unreadable(&pdir, &mid, e));
                 Vec::new()
             });
             for pf in pfiles {
                 let pid = stem(&pf);
                 match read_json(&pf).and_then(|(v, n)| parse_part(&pid, v, n)) {
                     Ok(p) => parts.push((mid.clone(), p)),
-                    Err(error) => session.problems.push(LoadProblem {
-                        location: pf.display().to_string(),
-                        id: Some(pid),
-                        error,
-                        kind: ProblemKind::Unreadable,
-                        file: None,
-                        line: None,
-                        row: None,
-                    }),
+                    Err(error) => session.problems.push(unreadable(&pf, &pid, error)),
                 }
             }
         }
