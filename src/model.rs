@@ -935,11 +935,15 @@ impl Session {
     /// An empty session.
     /// Adds note `text` and the figures it states, by name (a figure of a
     /// name already noted is added to it).
-    pub fn note(&mut self, text: String, figures: &[(&str, u64)]) {
+    pub fn note<K: Into<String>>(
+        &mut self,
+        text: String,
+        figures: impl IntoIterator<Item = (K, u64)>,
+    ) {
         self.notes.push(text);
         for (name, v) in figures {
-            let f = self.note_figures.entry((*name).to_string()).or_default();
-            *f = f.saturating_add(*v);
+            let f = self.note_figures.entry(name.into()).or_default();
+            *f = f.saturating_add(v);
         }
     }
 

@@ -270,7 +270,7 @@ pub fn settle_growing_tail(s: &mut Session, path: &Path, file: usize, len: u64) 
                         path.display(),
                         len - cut
                     ),
-                    &[("unfinished_tail_bytes", len - cut)],
+                    [("unfinished_tail_bytes", len - cut)],
                 );
                 cut
             }

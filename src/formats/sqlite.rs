@@ -64,26 +64,44 @@ pub fn side_files(db: &Path) -> Vec<PathBuf> {
 /// not SQLite, or it lacks `tables` (what the agent's store holds, in
 /// words).
 pub fn not_a_store(p: &Path, tables: &str) -> String {
-    use std::io::Read;
-    let mut head = [0u8; 16];
-    let read = fsx::open_regular(p).and_then(|mut f| {
-        let mut n = 0;
-        while n < head.len() {
-            match f.read(&mut head[n..])? {
-                0 => break,
-                k => n += k,
-            }
-        }
-        Ok(n)
-    });
-    match read {
+    match head(p) {
         Err(e) => format!("cannot read: {e}"),
-        Ok(0) => format!("an empty file; expected a SQLite database with {tables}"),
-        Ok(n) if n < head.len() || &head != SQLITE_MAGIC => format!(
+        Ok(Head::Empty) => format!("an empty file; expected a SQLite database with {tables}"),
+        Ok(Head::Other) => format!(
             "not a SQLite database (no \"SQLite format 3\" header); expected one with {tables}"
         ),
-        Ok(_) => format!("a SQLite database without {tables}"),
+        Ok(Head::Sqlite) => format!("a SQLite database without {tables}"),
     }
+}
+
+/// What a file's first bytes say ([`head`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Head {
+    /// No bytes.
+    Empty,
+    /// Not [`SQLITE_MAGIC`].
+    Other,
+    /// [`SQLITE_MAGIC`]: a SQLite 3 database.
+    Sqlite,
+}
+
+/// Reads the first 16 bytes of `p` (a regular file, [`fsx::open_regular`]).
+///
+/// # Errors
+/// `p` cannot be opened or read, or is not a regular file.
+pub fn head(p: &Path) -> std::io::Result<Head> {
+    use std::io::Read;
+    let mut buf = Vec::with_capacity(SQLITE_MAGIC.len());
+    fsx::open_regular(p)?
+        .take(SQLITE_MAGIC.len() as u64)
+        .read_to_end(&mut buf)?;
+    Ok(if buf.is_empty() {
+        Head::Empty
+    } else if buf == SQLITE_MAGIC {
+        Head::Sqlite
+    } else {
+        Head::Other
+    })
 }
 
 /// Percent-encodes a path for a SQLite `file:` URI, byte by byte (non-UTF-8

@@ -1041,7 +1041,7 @@ pub(super) fn finish(s: &mut Session) {
         };
         s.note(
             text,
-            &[
+            [
                 ("compactions", boundaries as u64),
                 ("summarization_agent_files", compact_agents as u64),
             ],

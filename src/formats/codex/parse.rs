@@ -1708,7 +1708,7 @@ impl Loader {
             };
             s.note(
                 text,
-                &[
+                [
                     ("compactions", compactions as u64),
                     ("summarization_requests", n as u64),
                     ("summarization_input_tokens", input),
@@ -1723,7 +1723,7 @@ impl Loader {
                     "{} token_count line(s) report no request (cumulative total unchanged, only total_tokens set: Codex's estimate of the history); kept as usage records, never as context",
                     self.estimates
                 ),
-                &[("token_count_lines_without_request", self.estimates as u64)],
+                [("token_count_lines_without_request", self.estimates as u64)],
             );
         }
         if !self.extra_types.is_empty() {
@@ -1735,13 +1735,11 @@ impl Loader {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            let names: Vec<(String, u64)> = self
+            let figures = self
                 .extra_types
                 .iter()
-                .map(|(t, n)| (format!("metadata_lines.{t}"), *n as u64))
-                .collect();
-            let figures: Vec<(&str, u64)> = names.iter().map(|(k, n)| (k.as_str(), *n)).collect();
-            s.note(text, &figures);
+                .map(|(t, n)| (format!("metadata_lines.{t}"), *n as u64));
+            s.note(text, figures);
         }
         self.s
     }

@@ -106,11 +106,7 @@ pub struct DaStore {
 }
 
 fn is_sqlite(p: &Path) -> std::io::Result<bool> {
-    use std::io::Read;
-    let mut f = crate::fsx::open_regular(p)?;
-    let mut h = [0u8; 16];
-    let n = f.read(&mut h)?;
-    Ok(n == 16 && &h == crate::formats::sqlite::SQLITE_MAGIC)
+    Ok(crate::formats::sqlite::head(p)? == crate::formats::sqlite::Head::Sqlite)
 }
 
 /// Opens `p` as a docker-agent store: `Ok(None)` for a file that is not
@@ -399,7 +395,7 @@ impl Builder {
                     "{items} assistant items store {copies} tool definitions ({bytes} bytes, {} distinct) in their message_json; they count in the request size (whether docker-agent sends them to the provider is not verified)",
                     distinct.len()
                 ),
-                &[
+                [
                     ("tool_definition_items", *items as u64),
                     ("tool_definition_copies", *copies as u64),
                     ("tool_definition_bytes", *bytes),

@@ -133,15 +133,11 @@ impl super::Format for Hermes {
 /// Opens `p` as a hermes `state.db`: `Ok(None)` when it is not SQLite or
 /// its tables are not hermes'.
 pub fn open(p: &Path) -> super::Opened {
-    {
-        use std::io::Read;
-        let mut head = [0u8; 16];
-        let n = crate::fsx::open_regular(p)
-            .and_then(|mut f| f.read(&mut head))
-            .unwrap_or(0);
-        if n < 16 || &head != crate::formats::sqlite::SQLITE_MAGIC {
-            return Ok(None);
-        }
+    if !matches!(
+        crate::formats::sqlite::head(p),
+        Ok(crate::formats::sqlite::Head::Sqlite)
+    ) {
+        return Ok(None);
     }
     let snap = Snapshot::open(p)?;
     let conn = snap.connect()?;
@@ -277,8 +273,7 @@ impl Store for HermesStore {
         parse::mark_in_place(&mut s, &facts);
         s.visible = view::visible_view(&s.messages, &facts, resumed_here);
         if let Some((text, figures)) = Self::aux_note(row) {
-            let figures: Vec<(&str, u64)> = figures.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-            s.note(text, &figures);
+            s.note(text, figures);
         }
         s.messages.shrink_to_fit();
         self.snap.unchanged()?;
