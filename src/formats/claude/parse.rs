@@ -20,7 +20,7 @@
 //!   last line with no newline that is not JSON is a torn tail.
 
 use super::{file_name, view};
-use crate::formats::{number_out_of_range, too_deep, MAX_DEPTH};
+use crate::formats::{prescan, MAX_DEPTH};
 use crate::measure::media_from_base64;
 use crate::model::*;
 use anyhow::{Context, Result};
@@ -259,7 +259,11 @@ fn rlen(r: Raw<'_>) -> u64 {
 /// byte that is not UTF-8 inside a string is unreadable and stays as it is).
 pub(crate) fn line_uuid(body: &[u8]) -> Option<String> {
     let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
-    if first != Some(b'{') || too_deep(body) || number_out_of_range(body) {
+    if first != Some(b'{') {
+        return None;
+    }
+    let scan = prescan(body);
+    if scan.too_deep(body) || scan.number_out_of_range(body) {
         return None;
     }
     let mut scratch = None;
@@ -771,12 +775,13 @@ fn read_line(buf: &[u8], line: LineRef, fi: usize) -> LineRead {
     }
     let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
     let mut scratch = None;
-    let parsed = if first == Some(b'{') {
-        if too_deep(body) {
+    let scan = (first == Some(b'{')).then(|| prescan(body));
+    let parsed = if let Some(scan) = scan {
+        if scan.too_deep(body) {
             Err(format!(
                 "nesting deeper than {MAX_DEPTH} levels (the JSON reader's limit: the line could not be edited)"
             ))
-        } else if number_out_of_range(body) {
+        } else if scan.number_out_of_range(body) {
             Err("a number out of range (beyond what a 64-bit float holds: the line could not be edited)".into())
         } else {
             Fields::read(body, &mut scratch).map_err(|e| e.to_string())

@@ -1776,8 +1776,9 @@ fn envelope(body: &[u8]) -> Option<Envelope<'_>> {
     // checks neither nesting, numbers, UTF-8 nor escapes in what it skips);
     // a line the tree reader refuses must stay refused.
     let text = crate::formats::utf8(body)?;
-    if crate::formats::too_deep(body)
-        || crate::formats::number_out_of_range(body)
+    let scan = crate::formats::prescan(body);
+    if scan.too_deep(body)
+        || scan.number_out_of_range(body)
         || crate::formats::may_hold_surrogate_escape(body)
     {
         return None;

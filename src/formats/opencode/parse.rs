@@ -471,9 +471,12 @@ mod fast {
     /// serde_json refuses) that the tree reader refuses.
     pub(super) fn readable(text: &str) -> bool {
         let b = text.as_bytes();
-        text.starts_with('{')
-            && !crate::formats::too_deep(b)
-            && !crate::formats::number_out_of_range(b)
+        if !text.starts_with('{') {
+            return false;
+        }
+        let scan = crate::formats::prescan(b);
+        !scan.too_deep(b)
+            && !scan.number_out_of_range(b)
             && !crate::formats::may_hold_surrogate_escape(b)
     }
 
