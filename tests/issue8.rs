@@ -860,3 +860,49 @@ fn issue8_the_figures_of_notes_are_fields() {
         .find_map(|s| s["note_figures"]["auxiliary.compression.calls"].as_u64());
     assert!(aux.is_some_and(|c| c >= 1), "{hermes}");
 }
+
+/// Review of the exit codes: a folder given twice, or a folder and a store
+/// inside it, was read once (the store is deduplicated) but the second
+/// path was then called "no session store found" and the run exited 2, in
+/// one argument order and not the other. Each store is read once, no path
+/// is an error, and the exit code is the findings'.
+#[test]
+fn issue8_an_input_given_twice_or_inside_another_is_read_once_without_error() {
+    let t = tempfile::tempdir().unwrap();
+    copy_dir(&oc("plain"), &t.path().join("oc/plain"));
+    let root = t.path().join("oc");
+    let plain = root.join("plain");
+    let db = plain.join("opencode.db");
+    let before = snapshot(t.path());
+    let p = |p: &Path| p.to_str().unwrap().to_string();
+    for args in [
+        vec![p(&root), p(&root)],
+        vec![p(&root), p(&plain)],
+        vec![p(&plain), p(&root)],
+        vec![p(&db), p(&plain)],
+        vec![p(&plain), p(&db)],
+    ] {
+        for cmd in ["list", "check"] {
+            let out = bin()
+                .args([cmd, "--format", "json"])
+                .args(&args)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{cmd} {args:?}: {out:?}");
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc}");
+            assert!(doc["errors"].as_array().unwrap().is_empty(), "{doc}");
+        }
+    }
+    // A folder without a store beside one with a store is still an error.
+    let empty = t.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = bin()
+        .args(["list", p(&root).as_str(), p(&empty).as_str()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no session store found"));
+    std::fs::remove_dir(&empty).unwrap();
+    assert_eq!(snapshot(t.path()), before);
+}

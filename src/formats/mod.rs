@@ -531,7 +531,11 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
         }
     };
     for path in paths {
-        let before = d.stores.len() + d.problems.errors.len();
+        // Whether `path` holds a store, read from an earlier path or not
+        // (the same folder given twice, or a folder and a store inside it:
+        // the store is read once, and neither path is "without a store").
+        let mut holds_store = false;
+        let errors_before = d.problems.errors.len();
         let md = match std::fs::metadata(path) {
             Ok(m) => m,
             Err(e) => {
@@ -676,6 +680,7 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
             match f {
                 Found::Store(s) => {
                     let key = key.unwrap_or_else(|| StoreKey::Path(s.path().to_path_buf()));
+                    holds_store = true;
                     push(&mut d, s, key)
                 }
                 Found::Error(e) => d.problems.error(e),
@@ -683,7 +688,7 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
                 Found::File(_) | Found::Nothing => {}
             }
         }
-        if d.stores.len() + d.problems.errors.len() == before {
+        if !holds_store && d.problems.errors.len() == errors_before {
             d.problems.error(InputError::new(
                 path,
                 format!("no session store found ({names})"),
