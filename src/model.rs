@@ -754,6 +754,9 @@ pub struct DuplicateId {
     pub id: String,
     /// Where the extra copy is (`message`, `part of message X`, `line 22 (first: line 16)`).
     pub place: String,
+    /// 1-based line of the extra copy and of the first one, for
+    /// line-oriented stores (the finding's fields `line` and `first_line`).
+    pub lines: Option<(u64, u64)>,
     /// The copy repeats the first one's content (only bookkeeping fields
     /// differ): harmless, and a repair may drop it.
     pub same_content: bool,
@@ -1324,6 +1327,7 @@ mod tests {
         s.duplicate_ids.push(DuplicateId {
             id: "zz".into(),
             place: "line 9".into(),
+            lines: None,
             same_content: true,
         });
         assert_eq!(s.indices_in_order(["a"]), None, "an id said stored twice");
@@ -1367,6 +1371,7 @@ mod tests {
         s.duplicate_ids.push(DuplicateId {
             id: "dup".into(),
             place: "line 5".into(),
+            lines: None,
             same_content: true,
         });
         let ix = s.lookup();

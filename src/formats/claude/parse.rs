@@ -916,6 +916,7 @@ fn take_block(
                             file_name(path),
                             first.line
                         ),
+                        lines: Some((n, u64::from(first.line.get()))),
                         same_content: same,
                     });
                 }

@@ -676,6 +676,7 @@ fn repeated_part(id: &str, message_id: &str) -> DuplicateId {
     DuplicateId {
         id: id.to_string(),
         place: format!("part of message {message_id}"),
+        lines: None,
         same_content: false,
     }
 }
@@ -799,6 +800,7 @@ pub(super) fn attach(session: &mut Session, attached: Attached) {
         .map(|id| DuplicateId {
             id: id.to_string(),
             place: "message".into(),
+            lines: None,
             same_content: false,
         })
         .collect();
