@@ -106,6 +106,7 @@ pub(crate) fn plan_session(
         written: false,
         fits: plan.fits,
         unreachable: plan.unreachable.clone(),
+        shortfall: plan.shortfall.clone(),
         nothing_to_change: plan.edits.is_empty(),
         budget: target.budget.clone(),
         budget_unknown: o.budget.as_ref().err().cloned(),

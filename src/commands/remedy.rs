@@ -114,7 +114,7 @@ pub fn fill(
     let wants_compact = findings
         .iter()
         .any(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning);
-    let mut compact_cmd: Result<String, String> = Err(String::new());
+    let mut compact_cmd: Result<String, Unreached> = Err(Unreached::default());
     if wants_compact {
         // Every setting the check ran with is carried as a flag: no config
         // file where the command is run may change what it plans.
@@ -163,16 +163,30 @@ pub fn fill(
             Fix::Repair => Some(head("repair")),
             Fix::Compact => match &compact_cmd {
                 Ok(c) => Some(c.clone()),
-                Err(why) => {
+                Err(u) => {
                     f.remedy = format!(
-                        "{} (session-doctor compact cannot do it here: {why})",
-                        f.remedy
+                        "{} (session-doctor compact cannot do it here: {})",
+                        f.remedy, u.why
                     );
+                    if let Some(short) = &u.shortfall {
+                        f.figures.insert(
+                            "compact_shortfall".into(),
+                            serde_json::to_value(short).unwrap_or_default(),
+                        );
+                    }
                     None
                 }
             },
         };
     }
+}
+
+/// Why `session-doctor compact` cannot reach what a session's findings ask:
+/// the sentence, and its figures when the budget is out of reach.
+#[derive(Debug, Default)]
+struct Unreached {
+    why: String,
+    shortfall: Option<Box<crate::treat::compact::Shortfall>>,
 }
 
 /// Whether `session-doctor compact` reaches its goals on `session` for
@@ -182,12 +196,22 @@ fn reaches(
     store: &dyn Store,
     session: Cow<'_, Session>,
     target: &crate::treat::compact::Target,
-) -> Result<(), String> {
-    let p = crate::treat::compact::plan_to_reach(store.copier(), session, target)
-        .map_err(|e| format!("{e:#}"))?;
+) -> Result<(), Unreached> {
+    let p = crate::treat::compact::plan_to_reach(store.copier(), session, target).map_err(|e| {
+        Unreached {
+            why: format!("{e:#}"),
+            shortfall: None,
+        }
+    })?;
     match (p.unreachable, p.edits.is_empty()) {
-        (Some(why), _) => Err(why),
-        (None, true) => Err("it would change nothing".into()),
+        (Some(why), _) => Err(Unreached {
+            why,
+            shortfall: p.shortfall.map(Box::new),
+        }),
+        (None, true) => Err(Unreached {
+            why: "it would change nothing".into(),
+            shortfall: None,
+        }),
         (None, false) => Ok(()),
     }
 }

@@ -207,6 +207,8 @@ pub struct CompactReport {
     pub fits: bool,
     /// Why the budget is not reachable, when it is not.
     pub unreachable: Option<String>,
+    /// The figures `unreachable` states, as fields (null when it is null).
+    pub shortfall: Option<crate::treat::compact::Shortfall>,
     /// The session fits and no finding asks for a change: no copy is written.
     pub nothing_to_change: bool,
     pub budget: Option<crate::budget::Budget>,

@@ -194,6 +194,8 @@ pub struct Plan {
     pub fits: bool,
     /// Why the budget is not reachable, when it is not.
     pub unreachable: Option<String>,
+    /// The figures of [`Plan::unreachable`], when it is set.
+    pub shortfall: Option<Shortfall>,
     pub usable_tokens: u64,
     pub overhead_tokens: u64,
     /// How each edit looks in storage, in the order of `edits`, when the
@@ -633,27 +635,79 @@ fn cut_with_summary(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     )]
 }
 
-/// Why the session cannot fit even after every step.
-fn why_unreachable(s: &Session, t: &Target, f: &Figures) -> String {
-    let newest_user = s.messages.iter().rposition(|m| m.is_prompt());
-    let mut why =
-        format!(
-        "still {} tokens and {} request bytes after every step (usable {} tokens, limit {} bytes)",
-        f.tokens_next_turn,
-        f.request_bytes,
-        t.budget.as_ref().map_or("unknown".to_string(), |b| b.usable.to_string()),
-        t.max_request_bytes
-    );
-    if let Some(i) = newest_user {
-        let m = &s.messages[i];
-        why.push_str(&format!(
-            "; the newest user message {} alone is {} tokens and {} bytes and is never cut",
-            m.id,
-            m.tokens_estimated(),
-            m.wire_bytes()
-        ));
+/// What is left of a session after every step of compact when it still
+/// does not fit ([`Plan::shortfall`]): the figures [`Plan::unreachable`]
+/// states, as fields (`shortfall` in `compact --format json`,
+/// `compact_shortfall` on a finding whose remedy compact cannot reach).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shortfall {
+    /// Tokens of the next turn after every step (estimate plus the
+    /// agent's overhead).
+    pub tokens: u64,
+    /// Request bytes of the next turn after every step (visible history
+    /// plus headroom).
+    pub request_bytes: u64,
+    /// Both figures are a floor, counting only what no step edits
+    /// ([`Floor`]: the plan was answered without applying its steps).
+    pub at_least: bool,
+    /// The model's usable tokens, when the budget is known.
+    pub usable_tokens: Option<u64>,
+    /// The request limit the target holds the session to (bytes).
+    pub max_request_bytes: u64,
+    /// The newest user message, which no step cuts, and its tokens and
+    /// bytes (at least, when `at_least`).
+    pub newest_user_message_id: Option<String>,
+    pub newest_user_tokens: Option<u64>,
+    pub newest_user_bytes: Option<u64>,
+}
+
+impl Shortfall {
+    /// The sentence [`Plan::unreachable`] gives.
+    pub fn why(&self) -> String {
+        let least = if self.at_least { "at least " } else { "" };
+        let mut why = format!(
+            "still {least}{} tokens and {} request bytes after every step{} (usable {} tokens, limit {} bytes)",
+            self.tokens,
+            self.request_bytes,
+            if self.at_least {
+                ", counting only what no step cuts"
+            } else {
+                ""
+            },
+            self.usable_tokens
+                .map_or("unknown".to_string(), |u| u.to_string()),
+            self.max_request_bytes
+        );
+        if let (Some(id), Some(tokens), Some(bytes)) = (
+            &self.newest_user_message_id,
+            self.newest_user_tokens,
+            self.newest_user_bytes,
+        ) {
+            why.push_str(&format!(
+                "; the newest user message {id} alone is {least}{tokens} tokens and {bytes} bytes and is never cut"
+            ));
+        }
+        why
     }
-    why
+}
+
+/// Why the session cannot fit even after every step.
+fn shortfall_after(s: &Session, t: &Target, f: &Figures) -> Shortfall {
+    let newest_user = s
+        .messages
+        .iter()
+        .rposition(|m| m.is_prompt())
+        .map(|i| &s.messages[i]);
+    Shortfall {
+        tokens: f.tokens_next_turn,
+        request_bytes: f.request_bytes,
+        at_least: false,
+        usable_tokens: t.budget.as_ref().map(|b| b.usable),
+        max_request_bytes: t.max_request_bytes,
+        newest_user_message_id: newest_user.map(|m| m.id.to_string()),
+        newest_user_tokens: newest_user.map(|m| m.tokens_estimated()),
+        newest_user_bytes: newest_user.map(|m| m.wire_bytes()),
+    }
 }
 
 /// What no step of compact can take the next turn below
@@ -680,20 +734,17 @@ impl Floor {
 
     /// Why compact cannot fit `t`, from the floor (`at least`: the steps'
     /// edited parts count nothing).
-    fn why(&self, t: &Target) -> String {
-        let mut why = format!(
-            "still at least {} tokens and {} request bytes after every step, counting only what no step cuts (usable {} tokens, limit {} bytes)",
-            self.tokens_next_turn,
-            self.request_bytes,
-            t.budget.as_ref().map_or("unknown".to_string(), |b| b.usable.to_string()),
-            t.max_request_bytes
-        );
-        if let Some((id, tokens, bytes)) = &self.newest_user {
-            why.push_str(&format!(
-                "; the newest user message {id} alone is at least {tokens} tokens and {bytes} bytes and is never cut"
-            ));
+    fn shortfall(&self, t: &Target) -> Shortfall {
+        Shortfall {
+            tokens: self.tokens_next_turn,
+            request_bytes: self.request_bytes,
+            at_least: true,
+            usable_tokens: t.budget.as_ref().map(|b| b.usable),
+            max_request_bytes: t.max_request_bytes,
+            newest_user_message_id: self.newest_user.as_ref().map(|(id, _, _)| id.to_string()),
+            newest_user_tokens: self.newest_user.as_ref().map(|(_, t, _)| *t),
+            newest_user_bytes: self.newest_user.as_ref().map(|(_, _, b)| *b),
         }
-        why
     }
 }
 
@@ -896,6 +947,7 @@ fn plan_steps(
         steps: Vec::new(),
         edits: Vec::new(),
         unreachable: None,
+        shortfall: None,
         usable_tokens: t.usable(),
         overhead_tokens: overhead,
         changes: Vec::new(),
@@ -905,7 +957,9 @@ fn plan_steps(
     if to_reach && !plan.fits {
         if let Some(f) = floor_after_every_step(store, &s, t, overhead) {
             if !f.may_fit(t) {
-                plan.unreachable = Some(f.why(t));
+                let short = f.shortfall(t);
+                plan.unreachable = Some(short.why());
+                plan.shortfall = Some(short);
                 return Ok(plan);
             }
         }
@@ -1070,7 +1124,9 @@ fn plan_steps(
     }
     if !plan.fits {
         let last = plan.steps.last().map_or(&plan.before, |s| &s.after);
-        plan.unreachable = Some(why_unreachable(&cur, t, last));
+        let short = shortfall_after(&cur, t, last);
+        plan.unreachable = Some(short.why());
+        plan.shortfall = Some(short);
     }
     Ok(plan)
 }
