@@ -129,7 +129,10 @@ impl Engine {
     pub fn open(common: &Common, settings: Settings) -> Result<Engine> {
         let paths = common.paths();
         if paths.is_empty() {
-            bail!("no PATH given and no data dir found (opencode and Kilo under $XDG_DATA_HOME or $HOME/.local/share; Claude Code projects/ under $CLAUDE_CONFIG_DIR, $HOME/.config/claude or $HOME/.claude; Codex sessions/ and archived_sessions/ under $CODEX_HOME or $HOME/.codex)");
+            bail!(
+                "no PATH given and no data dir found ({})",
+                crate::formats::default_places()
+            );
         }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(common.jobs())

@@ -388,6 +388,10 @@ pub trait Format: Sync {
     /// variables and home folder; paths that do not exist are dropped by
     /// the caller).
     fn default_paths(&self) -> Vec<PathBuf>;
+    /// Where [`Format::default_paths`] looks, in words, for the error when
+    /// no PATH is given and none exists (`Codex sessions/ and
+    /// archived_sessions/ under $CODEX_HOME or $HOME/.codex`).
+    fn default_places(&self) -> &'static str;
 }
 
 /// A file named as an agent names its stores that is not one
@@ -718,6 +722,16 @@ pub fn default_paths() -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// Where every format looks for its data dirs ([`Format::default_places`]),
+/// in [`FORMATS`] order: what the error says when none exists.
+pub fn default_places() -> String {
+    FORMATS
+        .iter()
+        .map(|f| f.default_places())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The side files a store of one file at `path` may keep beside it, of any

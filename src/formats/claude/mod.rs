@@ -53,6 +53,10 @@ impl super::Format for Claude {
     /// The `projects/` dir of each comma-separated dir in
     /// `$CLAUDE_CONFIG_DIR` (a dir may be a `projects/` dir itself), else of
     /// `$HOME/.config/claude` and `$HOME/.claude` (where ccusage looks too).
+    fn default_places(&self) -> &'static str {
+        "Claude Code projects/ under $CLAUDE_CONFIG_DIR, $HOME/.config/claude or $HOME/.claude"
+    }
+
     fn default_paths(&self) -> Vec<PathBuf> {
         let dirs: Vec<PathBuf> = match std::env::var("CLAUDE_CONFIG_DIR") {
             Ok(v) if !v.trim().is_empty() => v

@@ -115,6 +115,10 @@ impl super::Format for Codex {
     }
 
     /// `sessions/` and `archived_sessions/` under `$CODEX_HOME`, else `$HOME/.codex`.
+    fn default_places(&self) -> &'static str {
+        "Codex sessions/ and archived_sessions/ under $CODEX_HOME or $HOME/.codex"
+    }
+
     fn default_paths(&self) -> Vec<PathBuf> {
         codex_home()
             .map(|h| vec![h.join("sessions"), h.join("archived_sessions")])

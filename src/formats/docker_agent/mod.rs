@@ -61,6 +61,10 @@ impl super::Format for DockerAgent {
     }
 
     /// `$HOME/.cagent` (docker-agent's data dir, which holds `session.db`).
+    fn default_places(&self) -> &'static str {
+        "docker-agent session databases under $HOME/.cagent"
+    }
+
     fn default_paths(&self) -> Vec<PathBuf> {
         super::home()
             .map(|h| vec![h.join(".cagent")])

@@ -125,6 +125,10 @@ impl super::Format for Hermes {
 
     /// `$HERMES_HOME`, else `~/.hermes` (profiles under `profiles/<name>/`
     /// are found by walking it).
+    fn default_places(&self) -> &'static str {
+        "hermes-agent state.db under $HERMES_HOME or $HOME/.hermes"
+    }
+
     fn default_paths(&self) -> Vec<PathBuf> {
         hermes_home().into_iter().collect()
     }

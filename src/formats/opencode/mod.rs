@@ -48,6 +48,10 @@ impl super::Format for Opencode {
     }
 
     /// `$XDG_DATA_HOME/{opencode,kilo}` and `$HOME/.local/share/{opencode,kilo}`.
+    fn default_places(&self) -> &'static str {
+        "opencode and Kilo under $XDG_DATA_HOME or $HOME/.local/share"
+    }
+
     fn default_paths(&self) -> Vec<std::path::PathBuf> {
         let mut bases = Vec::new();
         if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
