@@ -906,3 +906,122 @@ fn issue8_an_input_given_twice_or_inside_another_is_read_once_without_error() {
     std::fs::remove_dir(&empty).unwrap();
     assert_eq!(snapshot(t.path()), before);
 }
+
+/// Review of the JSON output: figures that were only inside sentences are
+/// fields. A duplicate's own line (`place` said "line 22, first at line
+/// 16"; the location is the first copy's); the effective window and the
+/// source of the limits `impossible-usage` judged against; what is left
+/// after every step when compact cannot fit a session (`remedy` and
+/// `unreachable` said "still 47 tokens and 1573118 request bytes ...").
+#[test]
+fn issue8_figures_stated_in_sentences_are_fields_too() {
+    let fx = fixtures();
+    let arg = |p: &str| fx.join(p).to_str().unwrap().to_string();
+    let check = |p: &str| json(&["check", "--format", "json", "--fail-on", "never", &arg(p)]);
+    let doc = check("claude-code/claude-code-gen/double_compact");
+    let dup = &with_code(&doc, "duplicate-id")[0];
+    let (copy, first) = (
+        dup["copy_line"].as_u64().unwrap(),
+        dup["first_line"].as_u64().unwrap(),
+    );
+    assert!(copy > first, "{dup}");
+    assert_eq!(dup["location"]["line"].as_u64(), Some(first), "{dup}");
+    assert!(
+        dup["place"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("line {copy}, first at line {first}")),
+        "{dup}"
+    );
+
+    let doc = check("codex/localpush");
+    let imp = &with_code(&doc, "impossible-usage")[0];
+    assert_eq!(imp["input_limit"].as_u64(), Some(258_400), "{imp}");
+    let source = imp["limits_source"].as_str().unwrap();
+    assert!(imp["detail"].as_str().unwrap().contains(source), "{imp}");
+
+    // The docker-agent session whose newest user message carries more
+    // media than any request may hold.
+    let db = "docker-agent/derived/overflow-errors.db";
+    let doc = check(db);
+    let stuck: Vec<_> = findings(&doc)
+        .into_iter()
+        .filter(|f| f["compact_shortfall"].is_object())
+        .collect();
+    assert!(!stuck.is_empty(), "{doc}");
+    for f in &stuck {
+        let s = &f["compact_shortfall"];
+        assert_eq!(f["remedy_command"], serde_json::Value::Null, "{f}");
+        let remedy = f["remedy"].as_str().unwrap();
+        for k in [
+            "tokens",
+            "request_bytes",
+            "max_request_bytes",
+            "newest_user_bytes",
+        ] {
+            let n = s[k].as_u64().unwrap_or_else(|| panic!("{k}: {s}"));
+            assert!(remedy.contains(&n.to_string()), "{k} {n}: {remedy}");
+        }
+        let id = s["newest_user_message_id"].as_str().unwrap();
+        assert!(
+            remedy.contains(&format!("newest user message {id} ")),
+            "{remedy}"
+        );
+    }
+    let sid = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["compact_shortfall"].is_object())
+        })
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("out");
+    let c = json(&[
+        "compact",
+        "--format",
+        "json",
+        "--dry-run",
+        &arg(db),
+        "--session",
+        &sid,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let plan = &c["sessions"][0];
+    let plan = if plan.is_object() { plan } else { &c };
+    assert_eq!(plan["shortfall"], stuck[0]["compact_shortfall"], "{c}");
+    assert!(!out.exists());
+
+    // No PATH and no data dir: the error names where every agent's data is
+    // looked for (hermes-agent and docker-agent were left out).
+    let home = tempfile::tempdir().unwrap();
+    let out = bin()
+        .arg("list")
+        .env("HOME", home.path())
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("CODEX_HOME")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("HERMES_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for place in [
+        "$XDG_DATA_HOME",
+        "$HERMES_HOME",
+        ".cagent",
+        "$CODEX_HOME",
+        "$CLAUDE_CONFIG_DIR",
+    ] {
+        assert!(err.contains(place), "{place}: {err}");
+    }
+}

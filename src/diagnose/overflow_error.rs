@@ -108,7 +108,9 @@ fn first_json_object(text: &str) -> Option<Value> {
 
 /// Classifies a stored error; `None` when it is not an overflow.
 /// An error the agent itself named a context overflow (opencode
-/// `ContextOverflowError`) with no more specific signal is `tokens`.
+/// `ContextOverflowError`) with no more specific signal is
+/// [`OverflowKind::Unknown`]: opencode stores an HTTP 413 under that name
+/// too, so the failed request's size is judged in bytes.
 pub fn classify(e: &StoredError) -> Option<OverflowKind> {
     if let Some((_, k)) = DOCKER_AGENT_CODES.iter().find(|(c, _)| *c == e.name) {
         return Some(*k);
