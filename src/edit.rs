@@ -185,6 +185,67 @@ pub struct StoredChange {
     /// message. Boxed: most changes are not runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<Box<LineRun>>,
+    /// The figures `old` and `new` state, as fields ([`ChangeFigures`]);
+    /// `None` for a change that states none. Boxed: few changes have them
+    /// beside a cut's runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figures: Option<Box<ChangeFigures>>,
+}
+
+/// The figures a [`StoredChange`]'s `old` and `new` describe (JSON
+/// `figures`): each set where the change states it, from the same numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ChangeFigures {
+    /// Strip-media: inline media items replaced, and their bytes as stored
+    /// (base64 text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub media_items: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub media_bytes: Option<u64>,
+    /// Truncate: characters of the field before, and at most how many it
+    /// keeps (head and tail).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chars: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<u64>,
+    /// A stored line (1-based) the change drops or keeps, in line stores.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// Bytes of what is dropped (a line, or an item of one), as stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Parts (content blocks) of a dropped message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parts: Option<u64>,
+    /// Drop-copies: later copies of the line dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copies: Option<u64>,
+}
+
+impl ChangeFigures {
+    /// Strip-media figures of `part` (its inline media).
+    pub fn media(part: Option<&crate::model::Part>) -> ChangeFigures {
+        let media = part.map_or(&[][..], |p| &p.media[..]);
+        ChangeFigures {
+            media_items: Some(media.len() as u64),
+            media_bytes: Some(media.iter().map(|m| m.encoded_bytes).sum()),
+            ..Default::default()
+        }
+    }
+
+    /// Truncate figures: `chars` before, `max_chars` kept at most.
+    pub fn truncate(chars: u64, max_chars: usize) -> ChangeFigures {
+        ChangeFigures {
+            chars: Some(chars),
+            max_chars: Some(max_chars as u64),
+            ..Default::default()
+        }
+    }
+
+    /// Boxed, or `None` when no figure is set.
+    pub fn boxed(self) -> Option<Box<ChangeFigures>> {
+        (self != ChangeFigures::default()).then(|| Box::new(self))
+    }
 }
 
 impl StoredChange {

@@ -1025,3 +1025,112 @@ fn issue8_figures_stated_in_sentences_are_fields_too() {
         assert!(err.contains(place), "{place}: {err}");
     }
 }
+
+/// The changes of a `compact --format json` document: of its sessions (a
+/// batch), else its own (one session).
+fn changes_of(doc: &serde_json::Value) -> Vec<serde_json::Value> {
+    match doc["sessions"].as_array() {
+        Some(s) => s
+            .iter()
+            .flat_map(|s| s["changes"].as_array().unwrap().clone())
+            .collect(),
+        None => doc["changes"].as_array().unwrap().clone(),
+    }
+}
+
+/// Review of the JSON output: the changes `repair` and `compact` describe
+/// gave their figures only inside `old` and `new` ("45000 characters",
+/// "34756 bytes of base64 media", "line 3 and 1 later copies repeating
+/// it"); each is now also a field of `figures`, with the number the text
+/// states.
+#[test]
+fn issue8_the_figures_of_stored_changes_are_fields() {
+    let t = tempfile::tempdir().unwrap();
+    let fx = fixtures();
+    let before = snapshot(&fx.join("opencode/prune"));
+    let out = |name: &str| t.path().join(name).to_str().unwrap().to_string();
+    let text = |c: &serde_json::Value| format!("{} {}", c["old"], c["new"]);
+    let states = |c: &serde_json::Value, k: &str| {
+        let n = c["figures"][k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k}: {c}"));
+        assert!(
+            text(c)
+                .split(|ch: char| !ch.is_ascii_digit())
+                .any(|w| w == n.to_string()),
+            "{k} {n}: {c}"
+        );
+        n
+    };
+    // Truncation (the real prune session under a 150,000-byte limit).
+    let doc = json(&[
+        "compact",
+        "--format",
+        "json",
+        "--dry-run",
+        fx.join("opencode/prune").to_str().unwrap(),
+        "--out",
+        &out("a"),
+        "--max-request-bytes",
+        "150000",
+    ]);
+    let changes = changes_of(&doc);
+    let cut: Vec<_> = changes
+        .iter()
+        .filter(|c| c["figures"]["max_chars"].is_u64())
+        .collect();
+    assert!(!cut.is_empty(), "{doc}");
+    for c in cut {
+        assert!(states(c, "chars") > states(c, "max_chars"), "{c}");
+    }
+    // Media stripped, a dropped line with its blocks, later copies dropped.
+    let doc = json(&[
+        "compact",
+        "--format",
+        "json",
+        "--dry-run",
+        fx.join("claude-code/claude-code-gen/image")
+            .to_str()
+            .unwrap(),
+        "--out",
+        &out("b"),
+    ]);
+    let all = changes_of(&doc);
+    let media: Vec<_> = all
+        .iter()
+        .filter(|c| c["figures"]["media_bytes"].is_u64())
+        .collect();
+    assert!(!media.is_empty(), "{doc}");
+    for c in media {
+        states(c, "media_bytes");
+        assert!(c["figures"]["media_items"].as_u64().unwrap() >= 1, "{c}");
+    }
+    let doc = json(&[
+        "repair",
+        "--format",
+        "json",
+        "--dry-run",
+        fx.join("claude-code/claude-code-gen/double_compact")
+            .to_str()
+            .unwrap(),
+        "--out",
+        &out("c"),
+    ]);
+    let copies: Vec<_> = doc["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["figures"]["copies"].is_u64())
+        .cloned()
+        .collect();
+    assert!(!copies.is_empty(), "{doc}");
+    for c in &copies {
+        states(c, "copies");
+        states(c, "line");
+    }
+    assert_eq!(snapshot(&fx.join("opencode/prune")), before);
+    assert!(
+        std::fs::read_dir(t.path()).unwrap().next().is_none(),
+        "a dry run wrote"
+    );
+}

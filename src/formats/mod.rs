@@ -108,6 +108,7 @@ pub trait Copier: Applier + Send + Sync {
                 )),
                 new: serde_json::Value::Null,
                 run: Some(Box::new(run)),
+                figures: None,
             },
         };
         // A few edits (a repair) look up their own messages only, not a

@@ -1901,6 +1901,7 @@ mod tests {
             old: serde_json::json!(format!("line {i}: user input_text (10 bytes)")),
             new: serde_json::Value::Null,
             run: None,
+            figures: None,
         }
     }
 

@@ -8,7 +8,7 @@
 
 use super::field;
 use super::parse::{content_key, fingerprint, finish, parse_line, problem_id};
-use crate::edit::{truncate_strings, Change, Edit, StoredChange, TextField};
+use crate::edit::{truncate_strings, Change, ChangeFigures, Edit, StoredChange, TextField};
 use crate::formats::LineFiles;
 use crate::model::{Id, Message, ProblemKind, Session};
 use anyhow::{anyhow, bail, Context, Result};
@@ -609,6 +609,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
             .map(|l| format!(" (line {})", l.line))
             .unwrap_or_default()
     };
+    let mut fig = ChangeFigures::default();
     let (field, old, new) = match &edit.change {
         Change::SetParent { old, new } => (
             field::PARENT.to_string(),
@@ -620,6 +621,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
             let bytes: u64 = part
                 .map(|p| p.media.iter().map(|x| x.encoded_bytes).sum())
                 .unwrap_or(0);
+            fig = ChangeFigures::media(part);
             (
                 at(""),
                 json!(format!("{bytes} bytes of base64 media")),
@@ -640,6 +642,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 (_, Some(p)) => (at(".text"), p.model_chars as usize),
                 (_, None) => (at(""), 0),
             };
+            fig = ChangeFigures::truncate(n as u64, *max_chars);
             (
                 name,
                 json!(format!("{n} characters")),
@@ -650,7 +653,11 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         }
         Change::DropMessage => match m {
             Some(m) => (
-                "line".to_string(),
+                {
+                    fig.line = m.line.map(|l| l.number());
+                    fig.parts = Some(m.parts.len() as u64);
+                    "line".to_string()
+                },
                 json!(format!(
                     "{} line{} with {} blocks",
                     m.role.as_str(),
@@ -681,6 +688,8 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 .filter(|d| d.same_content && d.id == *edit.message_id)
                 .count();
             let first = m.and_then(|m| m.line).map_or(0, |l| l.number());
+            fig.line = Some(first);
+            fig.copies = Some(n as u64);
             (
                 "line".to_string(),
                 json!(format!("line {first} and {n} later copies repeating it")),
@@ -705,6 +714,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         old,
         new,
         run: None,
+        figures: fig.boxed(),
     }
 }
 

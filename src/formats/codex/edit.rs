@@ -22,7 +22,9 @@
 
 use super::ids;
 use super::parse::{json_len, line_messages, visible_view, NOTE_MARKER};
-use crate::edit::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
+use crate::edit::{
+    truncate_middle, truncate_strings, Change, ChangeFigures, Edit, StoredChange, TextField,
+};
 use crate::model::{LineRef, Message, Session};
 use anyhow::{anyhow, bail, Context, Result};
 use rustc_hash::FxHashMap as HashMap;
@@ -559,6 +561,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
         .change
         .part_id()
         .and_then(|pid| m.and_then(|m| m.parts.iter().find(|p| p.id == pid)));
+    let mut fig = ChangeFigures::default();
     let (field, old, new): (std::borrow::Cow<'static, str>, Value, Value) = match &e.change {
         Change::SetParent { old, new } => (
             "parent".into(),
@@ -573,6 +576,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
             let bytes: u64 = part
                 .map(|p| p.media.iter().map(|x| x.encoded_bytes).sum())
                 .unwrap_or(0);
+            fig = ChangeFigures::media(part);
             (
                 part_field(m, part_id, "").into(),
                 json!(format!(
@@ -591,6 +595,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
                 TextField::ToolOutput => p.tool.as_ref().map_or(p.model_chars, |t| t.output_chars),
                 _ => p.model_chars,
             });
+            fig = ChangeFigures::truncate(chars, *max_chars);
             (
                 part_field(m, part_id, ".text").into(),
                 json!(format!("{chars} characters")),
@@ -601,7 +606,11 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
         }
         Change::DropMessage => match (m, ids::parse_message(&e.message_id)) {
             (Some(m), Some((line, Some(k)))) => (
-                format!("payload.replacement_history[{k}]").into(),
+                {
+                    fig.line = Some(line);
+                    fig.bytes = Some(m.payload_bytes());
+                    format!("payload.replacement_history[{k}]").into()
+                },
                 json!(format!(
                     "{} item of the compacted line {line} ({} bytes)",
                     m.role.as_str(),
@@ -610,7 +619,11 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
                 Value::Null,
             ),
             (Some(m), Some((line, None))) => (
-                "line".into(),
+                {
+                    fig.line = Some(line);
+                    fig.bytes = Some(m.line.map_or(0, |l| l.bytes));
+                    "line".into()
+                },
                 json!(match m.parts.first() {
                     Some(p) => format!(
                         "line {line}: {} {} ({} bytes)",
@@ -674,5 +687,6 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
         old,
         new,
         run: None,
+        figures: fig.boxed(),
     }
 }

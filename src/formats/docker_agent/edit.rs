@@ -5,7 +5,9 @@
 //! U+2028 and U+2029 escaped), so only the edited fields change bytes.
 
 use super::parse::DOCTOR_MODEL;
-use crate::edit::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
+use crate::edit::{
+    truncate_middle, truncate_strings, Change, ChangeFigures, Edit, StoredChange, TextField,
+};
 use crate::model::Session;
 use serde_json::{json, Value};
 
@@ -156,6 +158,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
     let s = ix.session();
     let m = ix.message(&edit.message_id);
     let part = edit.change.part_id().and_then(|p| ix.part(p));
+    let mut fig = ChangeFigures::default();
     let (field, old, new) = match &edit.change {
         Change::SetFirstKept { old, new } => {
             ("first_kept_entry".to_string(), json!(old), json!(new))
@@ -176,6 +179,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         Change::StripMedia { placeholder, .. } => {
             let bytes: u64 = part.map_or(0, |p| p.media.iter().map(|x| x.encoded_bytes).sum());
             let what = part.map_or("part", |p| &*p.kind_name);
+            fig = ChangeFigures::media(part);
             (
                 format!(
                     "message_json.multi_content[{}]",
@@ -199,6 +203,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 n => format!("message_json.multi_content[{}]", n.trim_start_matches("mc")),
             };
             let chars = part.map_or(0, |p| p.model_chars);
+            fig = ChangeFigures::truncate(chars, *max_chars);
             (
                 field,
                 json!(format!("{chars} characters")),
@@ -228,6 +233,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         old,
         new,
         run: None,
+        figures: fig.boxed(),
     }
 }
 

@@ -30,7 +30,8 @@ use super::parse::{
 };
 use super::view::visible_view;
 use crate::edit::{
-    truncate_middle, truncate_strings, Change, Edit, SessionChange, StoredChange, TextField,
+    truncate_middle, truncate_strings, Change, ChangeFigures, Edit, SessionChange, StoredChange,
+    TextField,
 };
 use crate::model::{Lineage, Session, Sym};
 use anyhow::{anyhow, bail, Context, Result};
@@ -506,8 +507,10 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
 pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
     let s = ix.session();
     let part = edit.change.part_id().and_then(|pid| ix.part(pid));
+    let mut fig = ChangeFigures::default();
     let (field, old, new) = match &edit.change {
         Change::StripMedia { part_id, .. } => {
+            fig = ChangeFigures::media(part);
             let bytes: u64 = part
                 .map(|p| p.media.iter().map(|m| m.encoded_bytes).sum())
                 .unwrap_or(0);
@@ -537,6 +540,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 TextField::ToolOutput => p.tool.as_ref().map_or(p.model_chars, |t| t.output_chars),
                 _ => p.model_chars,
             });
+            fig = ChangeFigures::truncate(chars, *max_chars);
             let cleared = if matches!(at, Some(PartRef::Content(_))) {
                 " (api_content cleared)"
             } else {
@@ -619,6 +623,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         old,
         new,
         run: None,
+        figures: fig.boxed(),
     }
 }
 

@@ -3,7 +3,9 @@
 
 use super::parse::{parse_message, parse_part};
 use super::{visible_view, PARENT_FIELD};
-use crate::edit::{truncate_middle, truncate_strings, Change, Edit, StoredChange, TextField};
+use crate::edit::{
+    truncate_middle, truncate_strings, Change, ChangeFigures, Edit, StoredChange, TextField,
+};
 use crate::model::{Part, Session};
 use anyhow::{anyhow, Result};
 use rayon::prelude::*;
@@ -431,6 +433,7 @@ fn edit_ahead(
 /// How `edit` looks in storage, for the change list.
 pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
     let part = edit.change.part_id().and_then(|pid| ix.part(pid));
+    let mut fig = ChangeFigures::default();
     let (field, old, new) = match &edit.change {
         Change::SetParent { old, new } => (
             PARENT_FIELD.to_string(),
@@ -443,6 +446,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 Some("file") => ("url", "file part"),
                 _ => ("state.attachments", "tool attachments"),
             };
+            fig = ChangeFigures::media(part);
             let bytes: u64 = part
                 .map(|p| p.media.iter().map(|m| m.encoded_bytes).sum())
                 .unwrap_or(0);
@@ -464,6 +468,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 TextField::ToolOutput => ("state.output", output),
                 TextField::ToolInput => ("state.input", total.saturating_sub(output)),
             };
+            fig = ChangeFigures::truncate(chars, *max_chars);
             (
                 name.to_string(),
                 json!(format!("{chars} characters")),
@@ -474,6 +479,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         }
         Change::DropMessage => {
             let m = ix.message(&edit.message_id);
+            fig.parts = m.map(|m| m.parts.len() as u64);
             (
                 "message".to_string(),
                 json!(m
@@ -504,6 +510,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         old,
         new,
         run: None,
+        figures: fig.boxed(),
     }
 }
 
