@@ -1134,3 +1134,46 @@ fn issue8_the_figures_of_stored_changes_are_fields() {
         "a dry run wrote"
     );
 }
+
+/// The last step printed after an opencode or Kilo copy said to move
+/// `~/.local/share/opencode/opencode.db` aside and put the copy there,
+/// whatever store the copy was made from: after repairing a backup or
+/// another `XDG_DATA_HOME`'s database, following it replaces a different
+/// store with a copy of this one. It now names the store the copy was
+/// made from, as the steps of the other agents do.
+#[test]
+fn issue8_the_put_in_place_step_names_the_store_the_copy_was_made_from() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("backup");
+    copy_dir(&oc("stale-parent"), &src);
+    let before = snapshot(&src);
+    let out = t.path().join("out");
+    let doc = json(&[
+        "repair",
+        "--format",
+        "json",
+        src.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let copies = doc["copies"].as_array().unwrap();
+    assert_eq!(copies.len(), 1, "{doc}");
+    let steps: Vec<&str> = copies[0]["next_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    let source = copies[0]["source"].as_str().unwrap();
+    assert!(source.starts_with(src.to_str().unwrap()), "{source}");
+    let last = steps.last().unwrap();
+    assert!(
+        last.contains(&format!("move the original {source} ")),
+        "{steps:?}"
+    );
+    assert!(
+        !steps.iter().any(|s| s.contains("~/.local/share")),
+        "{steps:?}"
+    );
+    assert_eq!(snapshot(&src), before);
+}

@@ -313,7 +313,7 @@ impl Copier for LegacyStore {
     }
 
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
-        super::next_steps(crate::model::Agent::Opencode, dest, sessions)
+        super::next_steps(crate::model::Agent::Opencode, &self.path, dest, sessions)
     }
 
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {

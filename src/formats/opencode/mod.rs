@@ -87,8 +87,14 @@ pub fn open_dir(p: &Path) -> Result<Option<Box<dyn super::Store>>> {
 /// `storage/` folder): in a data folder of its own beside the copy
 /// (`$XDG_DATA_HOME/<opencode|kilo>/`, docs/formats/opencode-kilo.md
 /// section 1), resumed with `-s <id>`; or in place of the original.
+/// The steps that resume the copy at `dest` of the store at `source` (an
+/// `opencode.db`/`kilo.db` or a legacy `storage/` folder): from a data
+/// folder of its own, or by putting it in the place of `source` itself
+/// (the store the copy was made from, not the agent's default one: a copy
+/// of a backup or of another `XDG_DATA_HOME` replaces that file).
 pub(crate) fn next_steps(
     agent: crate::model::Agent,
+    source: &Path,
     dest: &Path,
     sessions: &[String],
 ) -> Vec<String> {
@@ -119,8 +125,13 @@ pub(crate) fn next_steps(
             first_or(sessions, "<session id>")
         ),
         format!(
-            "or, with {bin} closed, move ~/.local/share/{dir}/{} (and any -wal/-shm beside it) aside and put the copy in its place",
-            if legacy { "storage" } else { &name }
+            "or, with {bin} closed, move the original {}{} aside and put the copy in its place",
+            sh(source),
+            if legacy {
+                ""
+            } else {
+                " (and any -wal/-shm beside it)"
+            }
         ),
     ]
 }

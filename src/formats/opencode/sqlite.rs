@@ -574,7 +574,7 @@ impl Copier for SqliteStore {
     }
 
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
-        super::next_steps(self.agent, dest, sessions)
+        super::next_steps(self.agent, &self.path, dest, sessions)
     }
 
     fn write_copy(&self, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
