@@ -1143,10 +1143,14 @@ fn token_overflows(token: &[u8]) -> bool {
 /// them when the answer is false; see [`Prescan`]).
 #[cfg(target_arch = "x86_64")]
 fn may_overflow_counting(body: &[u8], opens: &mut usize) -> bool {
-    // popcnt: every CPU with AVX2 has it; asked for all the same.
-    let avx2 = std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("popcnt");
-    may_overflow_on(body, avx2, opens)
+    may_overflow_on(body, avx2_usable(), opens)
+}
+
+/// Whether this CPU runs [`may_overflow_avx2`]: AVX2 and popcnt (every CPU
+/// with AVX2 has popcnt; asked for all the same).
+#[cfg(target_arch = "x86_64")]
+fn avx2_usable() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt")
 }
 
 /// [`may_overflow_counting`] with AVX2 for the whole 32-byte blocks and SSE2 for
@@ -1970,7 +1974,7 @@ mod depth_tests {
             #[cfg(target_arch = "x86_64")]
             if out_of_range_scan(b) {
                 assert!(super::may_overflow_on(b, false, &mut 0), "sse2: {b:?}");
-                if std::arch::is_x86_feature_detected!("avx2") {
+                if super::avx2_usable() {
                     assert!(super::may_overflow_on(b, true, &mut 0), "avx2: {b:?}");
                 }
             }
@@ -2188,10 +2192,7 @@ mod depth_tests {
             let want = memchr::memchr2_iter(b'[', b'{', b).count();
             #[cfg(target_arch = "x86_64")]
             for avx2 in [false, true] {
-                if avx2
-                    && !(std::arch::is_x86_feature_detected!("avx2")
-                        && std::arch::is_x86_feature_detected!("popcnt"))
-                {
+                if avx2 && !super::avx2_usable() {
                     continue;
                 }
                 let mut n = 0;

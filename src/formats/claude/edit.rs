@@ -618,10 +618,8 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         ),
         Change::ClearParent { old } => (field::PARENT.to_string(), json!(old), Value::Null),
         Change::StripMedia { placeholder, .. } => {
-            let bytes: u64 = part
-                .map(|p| p.media.iter().map(|x| x.encoded_bytes).sum())
-                .unwrap_or(0);
             fig = ChangeFigures::media(part);
+            let bytes = fig.media_bytes.unwrap_or(0);
             (
                 at(""),
                 json!(format!("{bytes} bytes of base64 media")),

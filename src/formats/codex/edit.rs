@@ -573,10 +573,8 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
             part_id,
             placeholder,
         } => {
-            let bytes: u64 = part
-                .map(|p| p.media.iter().map(|x| x.encoded_bytes).sum())
-                .unwrap_or(0);
             fig = ChangeFigures::media(part);
+            let bytes = fig.media_bytes.unwrap_or(0);
             (
                 part_field(m, part_id, "").into(),
                 json!(format!(

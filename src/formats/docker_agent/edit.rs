@@ -177,9 +177,9 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
             )
         }
         Change::StripMedia { placeholder, .. } => {
-            let bytes: u64 = part.map_or(0, |p| p.media.iter().map(|x| x.encoded_bytes).sum());
-            let what = part.map_or("part", |p| &*p.kind_name);
             fig = ChangeFigures::media(part);
+            let bytes = fig.media_bytes.unwrap_or(0);
+            let what = part.map_or("part", |p| &*p.kind_name);
             (
                 format!(
                     "message_json.multi_content[{}]",

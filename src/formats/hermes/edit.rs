@@ -511,9 +511,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
     let (field, old, new) = match &edit.change {
         Change::StripMedia { part_id, .. } => {
             fig = ChangeFigures::media(part);
-            let bytes: u64 = part
-                .map(|p| p.media.iter().map(|m| m.encoded_bytes).sum())
-                .unwrap_or(0);
+            let bytes = fig.media_bytes.unwrap_or(0);
             let kind = part.map_or("image".to_string(), |p| p.kind_name.to_string());
             let k = ids::parse_part(part_id).map_or(0, |(_, r)| match r {
                 PartRef::Content(k) => k,

@@ -447,9 +447,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 _ => ("state.attachments", "tool attachments"),
             };
             fig = ChangeFigures::media(part);
-            let bytes: u64 = part
-                .map(|p| p.media.iter().map(|m| m.encoded_bytes).sum())
-                .unwrap_or(0);
+            let bytes = fig.media_bytes.unwrap_or(0);
             (
                 field.to_string(),
                 json!(format!("{what} with {bytes} bytes of inline media")),
