@@ -112,7 +112,7 @@ _session__doctor() {
                     return 0
                     ;;
                 --ignore)
-                    COMPREPLY=($(compgen -W "unreadable torn-tail orphan-part duplicate-id dangling-parent dangling-logical-parent parent-cycle closed-compression-session empty-continuation stale-parent stale-first-kept orphan-in-context compaction-loop compaction-failed unfinished-tool-call overflow-error unanswered-turns impossible-usage over-budget payload-too-large media-in-history" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "unreadable torn-tail orphan-part duplicate-id dangling-parent dangling-logical-parent parent-cycle closed-compression-session empty-continuation stale-parent stale-first-kept orphan-in-context compaction-loop compaction-failed unfinished-tool-call overflow-error unanswered-turns impossible-usage bad-token-count over-budget payload-too-large media-in-history" -- "${cur}"))
                     return 0
                     ;;
                 --context)
@@ -186,7 +186,7 @@ _session__doctor() {
                     return 0
                     ;;
                 --ignore)
-                    COMPREPLY=($(compgen -W "unreadable torn-tail orphan-part duplicate-id dangling-parent dangling-logical-parent parent-cycle closed-compression-session empty-continuation stale-parent stale-first-kept orphan-in-context compaction-loop compaction-failed unfinished-tool-call overflow-error unanswered-turns impossible-usage over-budget payload-too-large media-in-history" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "unreadable torn-tail orphan-part duplicate-id dangling-parent dangling-logical-parent parent-cycle closed-compression-session empty-continuation stale-parent stale-first-kept orphan-in-context compaction-loop compaction-failed unfinished-tool-call overflow-error unanswered-turns impossible-usage bad-token-count over-budget payload-too-large media-in-history" -- "${cur}"))
                     return 0
                     ;;
                 --context)
@@ -426,7 +426,7 @@ _session__doctor() {
                     return 0
                     ;;
                 --ignore)
-                    COMPREPLY=($(compgen -W "unreadable torn-tail orphan-part duplicate-id dangling-parent dangling-logical-parent parent-cycle closed-compression-session empty-continuation stale-parent stale-first-kept orphan-in-context compaction-loop compaction-failed unfinished-tool-call overflow-error unanswered-turns impossible-usage over-budget payload-too-large media-in-history" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "unreadable torn-tail orphan-part duplicate-id dangling-parent dangling-logical-parent parent-cycle closed-compression-session empty-continuation stale-parent stale-first-kept orphan-in-context compaction-loop compaction-failed unfinished-tool-call overflow-error unanswered-turns impossible-usage bad-token-count over-budget payload-too-large media-in-history" -- "${cur}"))
                     return 0
                     ;;
                 --context)

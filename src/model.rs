@@ -587,13 +587,86 @@ pub struct Rare {
     /// message, a Claude Code compaction boundary); otherwise `None`: the
     /// format re-reads it by id when it must change it.
     pub raw: Option<Value>,
+    /// Stored token counts that are not counts ([`BadCount`]), in the
+    /// order the format's reader lists its count fields; each was read
+    /// as 0.
+    pub bad_counts: Vec<BadCount>,
 }
 
 impl Rare {
     /// The boxed fields, or `None` when none is set.
     pub fn boxed(self) -> Option<Box<Rare>> {
-        (self.logical_parent_id.is_some() || self.error.is_some() || self.raw.is_some())
-            .then(|| Box::new(self))
+        (self.logical_parent_id.is_some()
+            || self.error.is_some()
+            || self.raw.is_some()
+            || !self.bad_counts.is_empty())
+        .then(|| Box::new(self))
+    }
+}
+
+/// A stored token count that is not one: a negative number, a string, a
+/// boolean, an array or an object where the agent writes an integer from
+/// 0 up (each format's reader says which numbers it takes: Claude Code and
+/// Codex write integers only; opencode and docker-agent counts are JSON
+/// numbers, a fraction there is truncated as before). A `null` is read as
+/// an absent count, not as a bad one. Read as 0, so the figures that add
+/// it (usage totals, the context size a budget starts from) are low.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadCount {
+    /// The count's path in the stored message, e.g.
+    /// `message.usage.input_tokens` (Claude Code) or `tokens.cache.read`
+    /// (opencode).
+    pub field: &'static str,
+    /// The stored value as compact JSON, cut at [`BadCount::MAX_CHARS`]
+    /// characters (an ellipsis marks a cut).
+    pub stored: Box<str>,
+}
+
+impl BadCount {
+    /// Characters of a stored value kept in [`BadCount::stored`]: 40.
+    pub const MAX_CHARS: usize = 40;
+
+    /// The bad count of `field` whose stored value is `value`, or `None`
+    /// when `value` is a count: absent, `null`, an integer from 0 to
+    /// `u64::MAX`, or (when `fractions` is true) any number from 0 up.
+    pub fn of_value(field: &'static str, value: Option<&Value>, fractions: bool) -> Option<Self> {
+        let v = value?;
+        let count = match v {
+            Value::Null => true,
+            Value::Number(n) => {
+                n.as_u64().is_some() || (fractions && n.as_f64().is_some_and(|f| f >= 0.0))
+            }
+            _ => false,
+        };
+        if count {
+            return None;
+        }
+        let text = v.to_string();
+        let stored = match text.char_indices().nth(Self::MAX_CHARS) {
+            Some((cut, _)) => format!("{}\u{2026}", text.get(..cut).unwrap_or_default()),
+            None => text,
+        };
+        Some(BadCount {
+            field,
+            stored: stored.into_boxed_str(),
+        })
+    }
+
+    /// [`BadCount::of_value`] of a count kept as raw JSON text: the same
+    /// answer as for its tree, so a typed reader and a tree reader of the
+    /// same text agree.
+    pub fn of_raw(
+        field: &'static str,
+        raw: Option<&serde_json::value::RawValue>,
+        fractions: bool,
+    ) -> Option<Self> {
+        let t = raw?.get();
+        // The common case, a plain integer, needs no tree.
+        if t.bytes().all(|b| b.is_ascii_digit()) && t.parse::<u64>().is_ok() {
+            return None;
+        }
+        let v: Value = serde_json::from_str(t).ok()?;
+        Self::of_value(field, Some(&v), fractions)
     }
 }
 

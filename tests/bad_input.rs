@@ -166,3 +166,220 @@ fn an_empty_dir_or_missing_path_is_exit_2_with_a_message() {
         .code(2)
         .stderr(contains("session ses_nope not found"));
 }
+
+/// One `bad-token-count` finding: message id, line, (field, stored) pairs.
+type BadCountFinding = (String, Option<u64>, Vec<(String, String)>);
+
+/// The `bad-token-count` findings of `doc`.
+fn bad_counts(doc: &serde_json::Value) -> Vec<BadCountFinding> {
+    with_code(doc, "bad-token-count")
+        .iter()
+        .map(|f| {
+            let fields = f["fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| {
+                    (
+                        b["field"].as_str().unwrap().to_string(),
+                        b["stored"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect::<Vec<_>>();
+            assert_eq!(f["count"], fields.len(), "{f:#}");
+            assert_eq!(f["severity"], "warning");
+            assert_eq!(f["fix"], "none");
+            (
+                f["message_id"].as_str().unwrap().to_string(),
+                f["location"]["line"].as_u64(),
+                fields,
+            )
+        })
+        .collect()
+}
+
+/// A token count stored as a string, a negative number, a fraction, an
+/// array or an object was read as 0 with no word (review of stop 41): each
+/// is now a `bad-token-count` warning naming the message, its line or row,
+/// the field and the stored value; `null` stays an absent count, and the
+/// real transcripts, rollouts and databases have none.
+#[test]
+fn a_token_count_that_is_not_a_count_is_named_not_read_as_0_in_silence() {
+    let t = tempfile::tempdir().unwrap();
+    let pairs = |v: &[(&str, &str)]| {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect::<Vec<_>>()
+    };
+
+    // Claude Code: lines 6 and 7 of the real `multi` transcript.
+    let src = fixtures().join(
+        "claude-code/claude-code-gen/multi/projects/-home-dev-cc-dev-claude-multi-proj/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl",
+    );
+    let project = t.path().join("claude/projects/p");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut lines: Vec<serde_json::Value> = std::fs::read_to_string(&src)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let usage = |v: &mut serde_json::Value| v["message"]["usage"].as_object_mut().unwrap().clone();
+    assert!(usage(&mut lines[5]).contains_key("input_tokens"));
+    lines[5]["message"]["usage"]["input_tokens"] = "12".into();
+    lines[5]["message"]["usage"]["cache_read_input_tokens"] = serde_json::Value::Null;
+    lines[6]["message"]["usage"]["output_tokens"] = (-1).into();
+    lines[6]["message"]["usage"]["cache_read_input_tokens"] = 1.5.into();
+    lines[6]["message"]["usage"]["cache_creation_input_tokens"] = serde_json::json!({"n": 1});
+    let text: String = lines.iter().map(|v| format!("{v}\n")).collect();
+    std::fs::write(
+        project.join("0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl"),
+        text,
+    )
+    .unwrap();
+    let claude = t.path().join("claude");
+
+    // Codex: the first two `token_count` events of the real localpush rollout.
+    let src = fixtures()
+        .join("codex/localpush/sessions/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl");
+    let day = t.path().join("codex/sessions/2026/02/23");
+    std::fs::create_dir_all(&day).unwrap();
+    let mut counts = 0;
+    let mut count_lines = Vec::new();
+    let text: String = std::fs::read_to_string(&src)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let last = v.pointer_mut("/payload/info/last_token_usage");
+            if let Some(u) = last.filter(|_| counts < 2) {
+                if counts == 0 {
+                    u["total_tokens"] = true.into();
+                } else {
+                    u["input_tokens"] = serde_json::json!([1, 2]);
+                }
+                counts += 1;
+                count_lines.push(i as u64 + 1);
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    assert_eq!(counts, 2);
+    std::fs::write(day.join(src.file_name().unwrap()), text).unwrap();
+    let codex = t.path().join("codex");
+
+    // opencode: the first assistant row of the real `plain` database.
+    let db = t.path().join("opencode/opencode.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    std::fs::copy(oc("plain").join("opencode.db"), &db).unwrap();
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let mid: String = c
+        .query_row(
+            "SELECT id FROM message WHERE json_extract(data, '$.role') = 'assistant' ORDER BY id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    c.execute(
+        "UPDATE message SET data = json_set(data, '$.tokens.input', '1515', '$.tokens.cache.read', -3, '$.tokens.output', 12.5) WHERE id = ?1",
+        [&mid],
+    )
+    .unwrap();
+    drop(c);
+
+    let before = snapshot(t.path());
+    for (store, want) in [
+        (
+            &claude,
+            vec![
+                (
+                    "cd710788-d8b2-45dc-80da-d4872e4cc3ed".to_string(),
+                    Some(6),
+                    pairs(&[("message.usage.input_tokens", "\"12\"")]),
+                ),
+                (
+                    "0c925d73-da36-4a92-abd7-270872235c4d".to_string(),
+                    Some(7),
+                    pairs(&[
+                        ("message.usage.output_tokens", "-1"),
+                        ("message.usage.cache_read_input_tokens", "1.5"),
+                        ("message.usage.cache_creation_input_tokens", "{\"n\":1}"),
+                    ]),
+                ),
+            ],
+        ),
+        (
+            &codex,
+            vec![
+                (
+                    format!("L{}", count_lines[0]),
+                    Some(count_lines[0]),
+                    pairs(&[("payload.info.last_token_usage.total_tokens", "true")]),
+                ),
+                (
+                    format!("L{}", count_lines[1]),
+                    Some(count_lines[1]),
+                    pairs(&[("payload.info.last_token_usage.input_tokens", "[1,2]")]),
+                ),
+            ],
+        ),
+        (
+            // A fraction is an opencode count (truncated); the string and
+            // the negative number are not.
+            &db.parent().unwrap().to_path_buf(),
+            vec![(
+                mid.clone(),
+                None,
+                pairs(&[("tokens.input", "\"1515\""), ("tokens.cache.read", "-3")]),
+            )],
+        ),
+    ] {
+        let doc = json(&[
+            "check",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+            store.to_str().unwrap(),
+        ]);
+        assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc:#}");
+        assert_eq!(bad_counts(&doc), want, "{store:?}");
+        if store.ends_with("opencode") {
+            let f = &with_code(&doc, "bad-token-count")[0];
+            assert_eq!(f["location"]["row"], format!("message {mid}"));
+        }
+        // The table says it too, with the stored value.
+        let out = bin()
+            .args(["check", "--fail-on", "never"])
+            .arg(store)
+            .output()
+            .unwrap();
+        let table = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            table.contains(&format!(
+                "warning[bad-token-count]: message {} stores {} = {}",
+                want[0].0, want[0].2[0].0, want[0].2[0].1
+            )),
+            "{table}"
+        );
+    }
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+
+    // None in the real sessions these were made from.
+    for store in [
+        fixtures().join("claude-code"),
+        fixtures().join("codex"),
+        fixtures().join("opencode"),
+    ] {
+        let doc = json(&[
+            "check",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+            store.to_str().unwrap(),
+        ]);
+        assert!(doc["sessions"].as_array().unwrap().len() > 1);
+        assert_eq!(bad_counts(&doc), vec![], "{store:?}");
+    }
+}

@@ -115,6 +115,35 @@ fn shipped_completions_match_the_cli() {
     }
 }
 
+/// The man pages in `man/` are what `session-doctor man` prints (they list
+/// the finding codes of `--ignore`: a new code left them stale unnoticed).
+#[test]
+fn shipped_man_pages_match_the_cli() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+    let mut pages = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        let Some(stem) = name.strip_suffix(".1") else {
+            continue;
+        };
+        let mut cmd = bin();
+        cmd.arg("man");
+        if let Some(sub) = stem.strip_prefix("session-doctor-") {
+            cmd.arg(sub);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{name}");
+        assert!(
+            out.stdout == std::fs::read(&path).unwrap(),
+            "man/{name} is stale: regenerate with `session-doctor man {}`",
+            stem.strip_prefix("session-doctor-").unwrap_or("")
+        );
+        pages += 1;
+    }
+    assert_eq!(pages, 8, "one page per command and one for the tool");
+}
+
 /// Issue 8: the README's table of finding codes lists exactly the codes of
 /// the rule registry, each with its severity.
 #[test]

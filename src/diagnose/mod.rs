@@ -1,5 +1,6 @@
 //! Findings: one file per finding code, each a pure function of a [`Session`].
 
+mod bad_token_count;
 mod closed_compression;
 mod compaction_failed;
 mod compaction_loop;
@@ -95,6 +96,7 @@ pub enum Code {
     OverflowError,
     UnansweredTurns,
     ImpossibleUsage,
+    BadTokenCount,
     OverBudget,
     PayloadTooLarge,
     MediaInHistory,
@@ -122,6 +124,7 @@ impl Code {
             Code::OverflowError => "overflow-error",
             Code::UnansweredTurns => "unanswered-turns",
             Code::ImpossibleUsage => "impossible-usage",
+            Code::BadTokenCount => "bad-token-count",
             Code::OverBudget => "over-budget",
             Code::PayloadTooLarge => "payload-too-large",
             Code::MediaInHistory => "media-in-history",
@@ -154,7 +157,8 @@ impl Code {
             | Code::DanglingLogicalParent
             | Code::OrphanInContext
             | Code::UnfinishedToolCall
-            | Code::ImpossibleUsage => Fix::None,
+            | Code::ImpossibleUsage
+            | Code::BadTokenCount => Fix::None,
         }
     }
 
@@ -424,6 +428,12 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Warning,
         summary: "a stored token count above the model's context window",
         check: |f, o| impossible_usage::check(f.session, o),
+    },
+    Rule {
+        code: Code::BadTokenCount,
+        severity: Severity::Warning,
+        summary: "a stored token count that is not a count (read as 0)",
+        check: |f, _| bad_token_count::check(f.session),
     },
     Rule {
         code: Code::OverBudget,

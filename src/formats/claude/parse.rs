@@ -534,6 +534,7 @@ pub(crate) fn parse_fields(
     let sidechain = sidechain_file || raw_true(v.sidechain);
     let time_created = millis(rstr(v.timestamp).as_deref());
     let mut usage = Usage::default();
+    let mut bad_counts = Vec::new();
     let mut response_id = None;
     let mut finish = None;
     let mut error = None;
@@ -544,6 +545,21 @@ pub(crate) fn parse_fields(
             .filter(|u| u.get().starts_with('{'))
         {
             let u: UsageFields<'_> = robj(Some(u));
+            bad_counts = [
+                ("message.usage.input_tokens", u.input_tokens),
+                ("message.usage.output_tokens", u.output_tokens),
+                (
+                    "message.usage.cache_read_input_tokens",
+                    u.cache_read_input_tokens,
+                ),
+                (
+                    "message.usage.cache_creation_input_tokens",
+                    u.cache_creation_input_tokens,
+                ),
+            ]
+            .into_iter()
+            .filter_map(|(field, r)| BadCount::of_raw(field, r, false))
+            .collect();
             usage = Usage {
                 input: raw_int::<u64>(u.input_tokens).unwrap_or(0),
                 output: raw_int::<u64>(u.output_tokens).unwrap_or(0),
@@ -655,6 +671,7 @@ pub(crate) fn parse_fields(
             } else {
                 None
             },
+            bad_counts,
         }
         .boxed(),
     })

@@ -527,17 +527,46 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
 /// `reasoning_output_tokens` is a subset of `output`. `total` is the
 /// request's `total_tokens` (input + output): the context count.
 pub fn usage_of(u: &Value) -> Usage {
-    let g = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-    Counts {
-        input: g("input_tokens"),
-        cached: g("cached_input_tokens"),
-        cache_write: g("cache_write_input_tokens"),
-        output: g("output_tokens"),
-        reasoning: g("reasoning_output_tokens"),
-        total: g("total_tokens"),
-    }
-    .usage()
+    counts_of(u).usage()
 }
+
+/// The counts of a usage tree `u`, with the ones that are not counts
+/// ([`BadCount`], fields named as in a `token_count` event's
+/// `last_token_usage`).
+fn counts_of(u: &Value) -> Counts {
+    let mut c = Counts::default();
+    for (key, field) in COUNT_FIELDS {
+        let v = u.get(key);
+        *c.slot(key).unwrap_or(&mut 0) = v.and_then(Value::as_u64).unwrap_or(0);
+        if let Some(b) = BadCount::of_value(field, v, false) {
+            c.bad.push(b);
+        }
+    }
+    c
+}
+
+/// The count keys of a usage object, with the path [`BadCount::field`]
+/// names them by (in a `token_count` event, where Codex stores them).
+const COUNT_FIELDS: [(&str, &str); 6] = [
+    ("input_tokens", "payload.info.last_token_usage.input_tokens"),
+    (
+        "cached_input_tokens",
+        "payload.info.last_token_usage.cached_input_tokens",
+    ),
+    (
+        "cache_write_input_tokens",
+        "payload.info.last_token_usage.cache_write_input_tokens",
+    ),
+    (
+        "output_tokens",
+        "payload.info.last_token_usage.output_tokens",
+    ),
+    (
+        "reasoning_output_tokens",
+        "payload.info.last_token_usage.reasoning_output_tokens",
+    ),
+    ("total_tokens", "payload.info.last_token_usage.total_tokens"),
+];
 
 /// What the loader reads of a line that is not a header, response item or
 /// compaction (`event_msg`, `turn_context`, ...): the rest is measured, not kept.
@@ -566,6 +595,8 @@ struct TokenInfo<'a> {
     /// `last_token_usage` read by [`usage_of`] (all zero when absent or not
     /// an object).
     last: Usage,
+    /// Its counts that are not counts (read as 0).
+    bad: Vec<BadCount>,
 }
 
 /// A count's `total_token_usage`: from the typed read, read as a
@@ -657,8 +688,23 @@ impl<'a> TokenInfo<'a> {
         TokenInfo {
             window: info.get("model_context_window").and_then(Value::as_u64),
             total: info.get("total_token_usage").map(Total::Tree),
-            last: usage_of(info.get("last_token_usage").unwrap_or(&Value::Null)),
+            last: Usage::default(),
+            bad: Vec::new(),
         }
+        .with_last(counts_of(
+            info.get("last_token_usage").unwrap_or(&Value::Null),
+        ))
+    }
+
+    /// The same info with `last_token_usage` read as `c`.
+    fn with_last(mut self, c: Counts) -> TokenInfo<'a> {
+        self.last = c.usage();
+        self.bad = c.bad;
+        // In [`COUNT_FIELDS`] order whatever order the keys were stored in
+        // (the tree reader goes through that list).
+        self.bad
+            .sort_by_key(|b| COUNT_FIELDS.iter().position(|(_, f)| *f == b.field));
+        self
     }
 }
 
@@ -680,44 +726,57 @@ struct AsU64(Option<u64>);
 
 impl<'de> serde::Deserialize<'de> for AsU64 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+        StoredCount::deserialize(d).map(|c| AsU64(c.0.ok().flatten()))
+    }
+}
+
+/// Any JSON value read as a count: `Ok(Some(n))` for an unsigned integer,
+/// `Ok(None)` for `null`, else `Err` with its tree (the value a tree
+/// reader would hold, built only for such a value), for a [`BadCount`].
+struct StoredCount(std::result::Result<Option<u64>, Value>);
+
+impl<'de> serde::Deserialize<'de> for StoredCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+        use serde::de::{MapAccess, SeqAccess, Visitor};
+        use serde::Deserialize;
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = AsU64;
+            type Value = StoredCount;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_u64<E>(self, v: u64) -> std::result::Result<AsU64, E> {
-                Ok(AsU64(Some(v)))
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<StoredCount, E> {
+                Ok(StoredCount(Ok(Some(v))))
             }
-            fn visit_i64<E>(self, v: i64) -> std::result::Result<AsU64, E> {
-                Ok(AsU64(u64::try_from(v).ok()))
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<StoredCount, E> {
+                Ok(StoredCount(
+                    u64::try_from(v).map(Some).map_err(|_| v.into()),
+                ))
             }
-            fn visit_f64<E>(self, _: f64) -> std::result::Result<AsU64, E> {
-                Ok(AsU64(None))
+            fn visit_f64<E>(self, v: f64) -> std::result::Result<StoredCount, E> {
+                Ok(StoredCount(Err(v.into())))
             }
-            fn visit_bool<E>(self, _: bool) -> std::result::Result<AsU64, E> {
-                Ok(AsU64(None))
+            fn visit_bool<E>(self, v: bool) -> std::result::Result<StoredCount, E> {
+                Ok(StoredCount(Err(v.into())))
             }
-            fn visit_str<E>(self, _: &str) -> std::result::Result<AsU64, E> {
-                Ok(AsU64(None))
+            fn visit_str<E>(self, v: &str) -> std::result::Result<StoredCount, E> {
+                Ok(StoredCount(Err(v.into())))
             }
-            fn visit_unit<E>(self) -> std::result::Result<AsU64, E> {
-                Ok(AsU64(None))
+            fn visit_unit<E>(self) -> std::result::Result<StoredCount, E> {
+                Ok(StoredCount(Ok(None)))
             }
             fn visit_seq<A: SeqAccess<'de>>(
                 self,
-                mut a: A,
-            ) -> std::result::Result<AsU64, A::Error> {
-                while a.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(AsU64(None))
+                a: A,
+            ) -> std::result::Result<StoredCount, A::Error> {
+                Value::deserialize(SeqAccessDeserializer::new(a)).map(|v| StoredCount(Err(v)))
             }
             fn visit_map<A: MapAccess<'de>>(
                 self,
-                mut a: A,
-            ) -> std::result::Result<AsU64, A::Error> {
-                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(AsU64(None))
+                m: A,
+            ) -> std::result::Result<StoredCount, A::Error> {
+                Value::deserialize(MapAccessDeserializer::new(m)).map(|v| StoredCount(Err(v)))
             }
         }
         d.deserialize_any(V)
@@ -735,9 +794,24 @@ struct Counts {
     output: u64,
     reasoning: u64,
     total: u64,
+    /// The counts that are not counts, in stored order.
+    bad: Vec<BadCount>,
 }
 
 impl Counts {
+    /// The count of usage key `key`, if it is one.
+    fn slot(&mut self, key: &str) -> Option<&mut u64> {
+        Some(match key {
+            "input_tokens" => &mut self.input,
+            "cached_input_tokens" => &mut self.cached,
+            "cache_write_input_tokens" => &mut self.cache_write,
+            "output_tokens" => &mut self.output,
+            "reasoning_output_tokens" => &mut self.reasoning,
+            "total_tokens" => &mut self.total,
+            _ => return None,
+        })
+    }
+
     /// The usage these counts report (see [`usage_of`]).
     fn usage(&self) -> Usage {
         let (input, cached, cw, total) = (self.input, self.cached, self.cache_write, self.total);
@@ -823,16 +897,19 @@ impl<'de> serde::Deserialize<'de> for Counts {
             }
             fn visit_map<A: MapAccess<'de>>(self, m: A) -> std::result::Result<Counts, A::Error> {
                 visit_object(m, Counts::default(), |k, c, m| {
-                    let slot = match k {
-                        "input_tokens" => &mut c.input,
-                        "cached_input_tokens" => &mut c.cached,
-                        "cache_write_input_tokens" => &mut c.cache_write,
-                        "output_tokens" => &mut c.output,
-                        "reasoning_output_tokens" => &mut c.reasoning,
-                        "total_tokens" => &mut c.total,
-                        _ => return Ok(false),
+                    let Some(slot) = c.slot(k) else {
+                        return Ok(false);
                     };
-                    *slot = m.next_value::<AsU64>()?.0.unwrap_or(0);
+                    let read = m.next_value::<StoredCount>()?.0;
+                    *slot = read.as_ref().ok().copied().flatten().unwrap_or(0);
+                    if let Err(v) = read {
+                        let field = COUNT_FIELDS.iter().find(|(key, _)| *key == k);
+                        if let Some(b) =
+                            field.and_then(|f| BadCount::of_value(f.1, Some(&v), false))
+                        {
+                            c.bad.push(b);
+                        }
+                    }
                     Ok(true)
                 })
             }
@@ -1623,9 +1700,12 @@ impl Loader {
         let role = self.other_role("event_msg", Some("token_count"));
         let mut m = message(&id, role, line, self.time);
         m.info_bytes = line.bytes;
-        if let Some(info) = info {
+        if let Some(mut info) = info {
             if let Some(w) = info.window {
                 self.window.get_or_insert(w);
+            }
+            if !info.bad.is_empty() {
+                m.rare_mut().bad_counts = std::mem::take(&mut info.bad);
             }
             let request = info.total.is_some_and(|t| self.new_total(t));
             let u = info.last;
@@ -1858,16 +1938,17 @@ fn typed(e: Envelope<'_>, line: LineRef) -> Option<Pre> {
             sub: sub.map(line_type_name),
             model: model.map(owned),
             window: p.model_context_window.0,
-            info: p.info.as_ref().map(|i| TokenInfo {
-                window: i.window,
-                total: i.total.map(|t| match FlatTotal::read(t.get()) {
-                    Some(f) => Total::Flat(f),
-                    None => Total::Raw(Cow::Owned(t.get().to_string())),
-                }),
-                last: i
-                    .last
-                    .as_ref()
-                    .map_or_else(|| Counts::default().usage(), Counts::usage),
+            info: p.info.map(|i| {
+                TokenInfo {
+                    window: i.window,
+                    total: i.total.map(|t| match FlatTotal::read(t.get()) {
+                        Some(f) => Total::Flat(f),
+                        None => Total::Raw(Cow::Owned(t.get().to_string())),
+                    }),
+                    last: Usage::default(),
+                    bad: Vec::new(),
+                }
+                .with_last(i.last.unwrap_or_default())
             }),
         },
     })

@@ -12,17 +12,29 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 fn u64_at(v: &Value, path: &[&str]) -> u64 {
-    let mut cur = v;
-    for k in path {
-        match cur.get(k) {
-            Some(x) => cur = x,
-            None => return 0,
-        }
-    }
-    cur.as_u64()
-        .or_else(|| cur.as_f64().map(|f| f.max(0.0) as u64))
+    value_at(v, path)
+        .and_then(|cur| {
+            cur.as_u64()
+                .or_else(|| cur.as_f64().map(|f| f.max(0.0) as u64))
+        })
         .unwrap_or(0)
 }
+
+/// The value at `path` (object keys) under `v`.
+fn value_at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(v, |cur, k| cur.get(k))
+}
+
+/// The paths of a message info's token counts, as [`BadCount::field`]
+/// names them. opencode stores JSON numbers: a fraction is a count
+/// (truncated), a negative number or any other value is not.
+const COUNT_FIELDS: [(&[&str], &str); 5] = [
+    (&["input"], "tokens.input"),
+    (&["output"], "tokens.output"),
+    (&["reasoning"], "tokens.reasoning"),
+    (&["cache", "read"], "tokens.cache.read"),
+    (&["cache", "write"], "tokens.cache.write"),
+];
 
 fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
@@ -45,12 +57,21 @@ struct MessageInfo<'a> {
     parent: Option<Cow<'a, str>>,
     summary: bool,
     finish: Option<Cow<'a, str>>,
+    /// Token counts that are not counts, in [`COUNT_FIELDS`] order.
+    bad_counts: Vec<BadCount>,
 }
 
 impl<'a> MessageInfo<'a> {
     /// The fields of a message info tree (a JSON object).
     fn of_value(raw: &'a Value) -> MessageInfo<'a> {
         let s = |v: &'a Value, k: &str| str_at(v, k).map(Cow::Borrowed);
+        let bad_counts = match raw.get("tokens") {
+            Some(t) => COUNT_FIELDS
+                .iter()
+                .filter_map(|(path, field)| BadCount::of_value(field, value_at(t, path), true))
+                .collect(),
+            None => Vec::new(),
+        };
         let usage = match raw.get("tokens") {
             Some(t) => Usage {
                 input: u64_at(t, &["input"]),
@@ -94,6 +115,7 @@ impl<'a> MessageInfo<'a> {
             parent: s(raw, PARENT_FIELD),
             summary: raw.get("summary").and_then(Value::as_bool).unwrap_or(false),
             finish: s(raw, "finish"),
+            bad_counts,
         }
     }
 
@@ -120,6 +142,11 @@ impl<'a> MessageInfo<'a> {
             cache_write: num(cache.write),
             total: raw_int::<u64>(t.total),
         };
+        let bad_counts = [t.input, t.output, t.reasoning, cache.read, cache.write]
+            .into_iter()
+            .zip(COUNT_FIELDS)
+            .filter_map(|(r, (_, field))| BadCount::of_raw(field, r, true))
+            .collect();
         let nested = f.model.0.unwrap_or_default();
         let model = match (raw_str(f.provider)?, raw_str(f.model_id)?) {
             (Some(p), Some(m)) => Some(format!("{p}/{m}")),
@@ -139,6 +166,7 @@ impl<'a> MessageInfo<'a> {
             parent: raw_str(f.parent)?,
             summary: raw_true(f.summary),
             finish: raw_str(f.finish)?,
+            bad_counts,
         })
     }
 
@@ -171,6 +199,7 @@ impl<'a> MessageInfo<'a> {
             finish: self.finish.map(|f| sym(&f)),
             rare: Rare {
                 error: self.error,
+                bad_counts: self.bad_counts,
                 ..Default::default()
             }
             .boxed(),
