@@ -383,3 +383,145 @@ fn a_token_count_that_is_not_a_count_is_named_not_read_as_0_in_silence() {
         assert_eq!(bad_counts(&doc), vec![], "{store:?}");
     }
 }
+
+/// Runs the binary with lines limited to `max` bytes
+/// (`SESSION_DOCTOR_MAX_LINE_BYTES`; 512 MiB otherwise) and answers its
+/// JSON output and exit code.
+fn run_limited(max: usize, args: &[&str]) -> (serde_json::Value, i32) {
+    let out = bin()
+        .env("SESSION_DOCTOR_MAX_LINE_BYTES", max.to_string())
+        .args(args)
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (doc, out.status.code().unwrap())
+}
+
+/// A line longer than the most session-doctor holds (512 MiB; a test
+/// limit here) is passed over and named, never held: a real transcript
+/// that ends in a run of zero bytes without a line feed (what a crash can
+/// leave; a 1 GB one grew memory until the allocator aborted the run with
+/// a backtrace and nothing else was reported, review of stop 41), and a
+/// real rollout with a long line in its middle. The other inputs are read;
+/// `repair` drops the torn tail and copies the middle line through
+/// byte for byte (streamed); the originals do not change.
+#[test]
+fn a_line_past_the_longest_held_is_named_and_passed_over_not_held() {
+    let max = 64 << 10;
+    let t = tempfile::tempdir().unwrap();
+    let src = fixtures().join(
+        "claude-code/claude-code-gen/multi/projects/-home-dev-cc-dev-claude-multi-proj/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl",
+    );
+    let project = t.path().join("claude/projects/p");
+    std::fs::create_dir_all(&project).unwrap();
+    let transcript = project.join("0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl");
+    let mut bytes = std::fs::read(&src).unwrap();
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+    let kept = bytes.len();
+    bytes.extend(std::iter::repeat_n(0u8, 3 * max));
+    std::fs::write(&transcript, &bytes).unwrap();
+
+    let src = fixtures()
+        .join("codex/localpush/sessions/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl");
+    let day = t.path().join("codex/sessions/2026/02/23");
+    std::fs::create_dir_all(&day).unwrap();
+    let rollout = day.join(src.file_name().unwrap());
+    let text = std::fs::read_to_string(&src).unwrap();
+    let mut rows: Vec<String> = text.lines().map(str::to_string).collect();
+    let long = format!(
+        r#"{{"timestamp":"2026-02-23T20:34:30.000Z","type":"event_msg","payload":{{"type":"agent_message","message":"{}"}}}}"#,
+        // Past one read (4 MiB): a line within one read is held.
+        "x".repeat(5 << 20)
+    );
+    rows.insert(3, long.clone());
+    std::fs::write(&rollout, rows.join("\n") + "\n").unwrap();
+
+    let before = snapshot(t.path());
+    let (doc, code) = run_limited(
+        max,
+        &[
+            "check",
+            "--format",
+            "json",
+            t.path().join("claude").to_str().unwrap(),
+            t.path().join("codex").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 2, "{doc:#}");
+    let torn = with_code(&doc, "torn-tail");
+    assert_eq!(torn.len(), 1, "{doc:#}");
+    assert_eq!(torn[0]["location"]["line"], lines as u64 + 1);
+    let said = torn[0]["detail"].as_str().unwrap();
+    assert!(
+        said.contains(&format!(
+            "line of {} bytes, longer than the {max} bytes",
+            3 * max
+        )),
+        "{said}"
+    );
+    let unreadable = with_code(&doc, "unreadable");
+    assert_eq!(unreadable.len(), 1, "{doc:#}");
+    assert_eq!(unreadable[0]["location"]["line"], 4);
+    assert!(unreadable[0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("line of {} bytes", long.len() + 1)));
+
+    // The rest of each file is read as without the long line.
+    let (whole, _) = run_limited(max, &["list", "--format", "json", src.to_str().unwrap()]);
+    let (cut, _) = run_limited(
+        max,
+        &[
+            "list",
+            "--format",
+            "json",
+            t.path().join("codex").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        whole["sessions"][0]["tokens_total"],
+        cut["sessions"][0]["tokens_total"]
+    );
+
+    // repair: the tail goes, the middle line is copied as stored.
+    let out = t.path().join("out");
+    let (_, code) = run_limited(
+        max,
+        &[
+            "repair",
+            "--format",
+            "json",
+            t.path().join("claude").to_str().unwrap(),
+            t.path().join("codex").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0);
+    let copies: Vec<std::path::PathBuf> = walkdir::WalkDir::new(&out)
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(copies.len(), 2, "{copies:?}");
+    for c in &copies {
+        let got = std::fs::read(c).unwrap();
+        if c.ends_with("0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl") {
+            assert_eq!(got, bytes[..kept]);
+        } else {
+            assert!(String::from_utf8(got).unwrap().lines().any(|l| l == long));
+        }
+    }
+    let after: std::collections::BTreeMap<_, _> = snapshot(t.path())
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("out"))
+        .collect();
+    assert_eq!(after, before, "inputs changed");
+}

@@ -1350,6 +1350,96 @@ pub(crate) struct LineReader<R> {
     /// The next line starts here.
     start: usize,
     eof: bool,
+    /// Longest line held ([`max_line_bytes`]).
+    max_line: usize,
+    /// The line just given was longer than `max_line` (or than memory
+    /// allows) and was passed over, not held: its bytes (line ending
+    /// included) and whether it ended with `\n`. See
+    /// [`LineReader::overlong`].
+    overlong: Option<(u64, bool)>,
+}
+
+/// Longest line the JSONL readers hold, in bytes: 512 MiB. A longer line is
+/// passed over (read and dropped as it streams by) and reported as
+/// unreadable, never held: V8, which Claude Code runs on, cannot make a
+/// string of more than 2^29 - 24 characters, so such a line is one Claude
+/// Code cannot read either; a file that ends in a run of zero bytes without
+/// a line feed (what a crash can leave) is such a line, and holding it made
+/// memory grow with it until the allocator aborted the run. Copies stream
+/// such a line through unchanged ([`copy_rest_of_line`]).
+/// `SESSION_DOCTOR_MAX_LINE_BYTES` (an integer, at least 1) sets another
+/// limit: a hook for the tests, which cannot afford a 512 MiB line.
+pub(crate) fn max_line_bytes() -> usize {
+    static MAX: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+        std::env::var("SESSION_DOCTOR_MAX_LINE_BYTES")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(DEFAULT_MAX_LINE_BYTES)
+    });
+    *MAX
+}
+
+/// [`max_line_bytes`] when not set otherwise: 512 MiB.
+pub(crate) const DEFAULT_MAX_LINE_BYTES: usize = 512 << 20;
+
+/// What a line that [`max_line_bytes`] passed over reads as, in every
+/// JSONL format: the error text of its load problem.
+pub(crate) fn overlong_line_error(bytes: u64) -> String {
+    format!(
+        "line of {bytes} bytes, longer than the {} bytes session-doctor reads of one line (Claude Code, on Node, cannot read a line past 512 MiB either): not read",
+        max_line_bytes()
+    )
+}
+
+/// Reads the next line of `r` into `buf` (cleared first), holding at most
+/// [`max_line_bytes`] of it. Answers `None` at the end, else whether the
+/// whole line is in `buf` (`Some(true)`: it ends with `\n`, or the input
+/// ended); `Some(false)`: `buf` holds its first [`max_line_bytes`] bytes and
+/// the rest is still to read ([`copy_rest_of_line`]). Errors: the reader's.
+pub(crate) fn read_line_bounded(
+    r: &mut impl std::io::BufRead,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<bool>> {
+    use std::io::{BufRead, Read};
+    buf.clear();
+    let max = max_line_bytes();
+    let n = r.by_ref().take(max as u64).read_until(b'\n', buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    Ok(Some(
+        buf.ends_with(b"\n") || n < max || r.fill_buf()?.is_empty(),
+    ))
+}
+
+/// The rest of a line [`read_line_bounded`] did not hold, up to and
+/// including its `\n` (or the end of the input): written to `w`, or
+/// dropped when `w` is `None`, without holding it. Answers its bytes.
+/// Errors: the reader's and the writer's.
+pub(crate) fn copy_rest_of_line(
+    r: &mut impl std::io::BufRead,
+    mut w: Option<&mut dyn std::io::Write>,
+) -> std::io::Result<u64> {
+    let mut total = 0u64;
+    loop {
+        let avail = r.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(total);
+        }
+        let (n, done) = match memchr::memchr(b'\n', avail) {
+            Some(i) => (i + 1, true),
+            None => (avail.len(), false),
+        };
+        if let Some(w) = w.as_mut() {
+            w.write_all(avail.get(..n).unwrap_or_default())?;
+        }
+        r.consume(n);
+        total += n as u64;
+        if done {
+            return Ok(total);
+        }
+    }
 }
 
 impl<R: std::io::Read> LineReader<R> {
@@ -1363,12 +1453,61 @@ impl<R: std::io::Read> LineReader<R> {
             buf: Vec::with_capacity(cap),
             start: 0,
             eof: false,
+            max_line: max_line_bytes(),
+            overlong: None,
         }
     }
 
-    /// The next line, `None` at the end. Errors: the reader's.
+    /// The same reader holding lines of at most `max` bytes (the tests'
+    /// [`max_line_bytes`]).
+    #[cfg(test)]
+    fn with_max_line(mut self, max: usize) -> Self {
+        self.max_line = max;
+        self
+    }
+
+    /// The line [`LineReader::next_line`] or [`LineReader::next_lines`]
+    /// just gave as an empty slice because it was longer than
+    /// [`max_line_bytes`] (or than memory allowed): its bytes, line ending
+    /// included, and whether it ended with `\n`; `None` for any other line.
+    pub(crate) fn overlong(&self) -> Option<(u64, bool)> {
+        self.overlong
+    }
+
+    /// Passes over the rest of a line of which `held` bytes are in the
+    /// buffer (from `start`), reading and dropping it up to its `\n`;
+    /// keeps what follows it. Errors: the reader's.
+    fn pass_over(&mut self, held: usize) -> std::io::Result<()> {
+        use std::io::Read;
+        let mut total = held as u64;
+        // What the long line took goes back (one read's room is kept).
+        self.buf = Vec::with_capacity(MAX_READ as usize);
+        self.start = 0;
+        let room = self.buf.capacity();
+        loop {
+            self.buf.clear();
+            let n = (&mut self.r).take(room as u64).read_to_end(&mut self.buf)?;
+            if n == 0 {
+                self.eof = true;
+                self.overlong = Some((total, false));
+                return Ok(());
+            }
+            if let Some(i) = memchr::memchr(b'\n', &self.buf) {
+                total += i as u64 + 1;
+                self.start = i + 1;
+                self.overlong = Some((total, true));
+                return Ok(());
+            }
+            total += n as u64;
+        }
+    }
+
+    /// The next line, `None` at the end; an empty slice for a line longer
+    /// than [`max_line_bytes`], passed over ([`LineReader::overlong`]
+    /// tells its length). Errors: the reader's.
     pub(crate) fn next_line(&mut self) -> std::io::Result<Option<&[u8]>> {
         use std::io::Read;
+        self.overlong = None;
         let mut scan = self.start;
         loop {
             let end = self.buf.len();
@@ -1388,8 +1527,19 @@ impl<R: std::io::Read> LineReader<R> {
             self.buf.copy_within(self.start..end, 0);
             self.buf.truncate(scan);
             self.start = 0;
+            if scan >= self.max_line {
+                self.pass_over(scan)?;
+                return Ok(Some(&[]));
+            }
             if self.buf.len() == self.buf.capacity() {
-                self.buf.reserve(self.buf.capacity().max(4 << 10));
+                let more = self.buf.capacity().max(4 << 10);
+                // Past the longest line, or more than memory gives: the
+                // line is passed over, not an abort.
+                let to_max = (self.max_line - scan).max(4 << 10);
+                if self.buf.try_reserve(more.min(to_max)).is_err() {
+                    self.pass_over(scan)?;
+                    return Ok(Some(&[]));
+                }
             }
             // Fill the spare capacity (or read to the end): `read_to_end`
             // reads a file into memory it has not zeroed first (zeroing
@@ -1416,6 +1566,10 @@ impl<R: std::io::Read> LineReader<R> {
         let Some(first) = self.next_line()?.map(<[u8]>::len) else {
             return Ok(None);
         };
+        if self.overlong.is_some() {
+            // A line passed over is a block of its own.
+            return Ok(Some(&[]));
+        }
         let start = self.start - first;
         let rest = self.buf.get(self.start..).unwrap_or_default();
         if let Some(i) = memchr::memrchr(b'\n', rest) {
@@ -1571,6 +1725,8 @@ pub(crate) type ReadBlock<T> = Vec<(LineRef, bool, T)>;
 /// end) and each of its lines with `read` (given the line with its line
 /// ending), on every core of the current thread pool; `n` lines and
 /// `offset` bytes came before it, and count this block's after it.
+/// A line longer than [`max_line_bytes`] is a block of its own, read by
+/// `too_long` (given where it is) instead of `read`.
 /// Errors: the reader's; `InvalidData` past [`crate::model::MAX_LINES`]
 /// lines, or for a file index past `u32::MAX`.
 pub(crate) fn read_block<R: std::io::Read, T: Send>(
@@ -1579,6 +1735,7 @@ pub(crate) fn read_block<R: std::io::Read, T: Send>(
     n: &mut u64,
     offset: &mut u64,
     read: impl Fn(LineRef, &[u8]) -> T + Sync,
+    too_long: impl Fn(LineRef) -> T,
 ) -> std::io::Result<Option<ReadBlock<T>>> {
     use rayon::prelude::*;
     let Some(block) = r.next_lines()? else {
@@ -1587,14 +1744,7 @@ pub(crate) fn read_block<R: std::io::Read, T: Send>(
     let too_many = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
     let file = u32::try_from(file)
         .map_err(|_| too_many(format!("more than {} files in one session", u32::MAX)))?;
-    let mut lines: Vec<(LineRef, &[u8])> = Vec::new();
-    let mut taken = 0usize;
-    for l in lines_inclusive(block) {
-        if lines.len() == MAX_BLOCK_LINES {
-            break;
-        }
-        taken += l.len();
-        let bytes = l.len() as u64;
+    let mut next_line = |bytes: u64| -> std::io::Result<LineRef> {
         let line = u32::try_from(*n + 1)
             .ok()
             .and_then(std::num::NonZeroU32::new)
@@ -1604,17 +1754,30 @@ pub(crate) fn read_block<R: std::io::Read, T: Send>(
                     crate::model::MAX_LINES
                 ))
             })?;
-        lines.push((
-            LineRef {
-                file,
-                line,
-                offset: *offset,
-                bytes,
-            },
-            l,
-        ));
+        let at = LineRef {
+            file,
+            line,
+            offset: *offset,
+            bytes,
+        };
         *n += 1;
         *offset += bytes;
+        Ok(at)
+    };
+    // Only a line passed over gives an empty block.
+    if block.is_empty() {
+        let (bytes, ended) = r.overlong().unwrap_or((0, true));
+        let at = next_line(bytes)?;
+        return Ok(Some(vec![(at, ended, too_long(at))]));
+    }
+    let mut lines: Vec<(LineRef, &[u8])> = Vec::new();
+    let mut taken = 0usize;
+    for l in lines_inclusive(block) {
+        if lines.len() == MAX_BLOCK_LINES {
+            break;
+        }
+        taken += l.len();
+        lines.push((next_line(l.len() as u64)?, l));
     }
     let excess = block.len() - taken;
     let one = |&(line, l): &(LineRef, &[u8])| (line, l.ends_with(b"\n"), read(line, l));
@@ -1749,7 +1912,15 @@ mod line_check_tests {
         let (mut n, mut offset) = (0u64, 0u64);
         let mut sizes = Vec::new();
         let mut all = Vec::new();
-        while let Some(b) = read_block(&mut r, 0, &mut n, &mut offset, |l, t| (l, t.len())).unwrap()
+        while let Some(b) = read_block(
+            &mut r,
+            0,
+            &mut n,
+            &mut offset,
+            |l, t| (l, t.len()),
+            |l| (l, 0),
+        )
+        .unwrap()
         {
             sizes.push(b.len());
             all.extend(b);
@@ -1775,8 +1946,15 @@ mod line_check_tests {
         let text = b"{}\n{}\n{}\n";
         let mut r = LineReader::new(&text[..], text.len() as u64);
         let (mut n, mut offset) = (crate::model::MAX_LINES - 1, 0u64);
-        let err = read_block(&mut r, 0, &mut n, &mut offset, |l, _| l.number())
-            .expect_err("the line past u32::MAX is refused");
+        let err = read_block(
+            &mut r,
+            0,
+            &mut n,
+            &mut offset,
+            |l, _| l.number(),
+            |l| l.number(),
+        )
+        .expect_err("the line past u32::MAX is refused");
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
         assert!(
             err.to_string().contains("more than 4294967295 lines"),
@@ -1784,9 +1962,16 @@ mod line_check_tests {
         );
         let mut r = LineReader::new(&b"{}\n"[..], 3);
         let mut n = crate::model::MAX_LINES - 1;
-        let block = read_block(&mut r, 0, &mut n, &mut offset, |l, _| l.number())
-            .expect("the last line number is read")
-            .expect("one line");
+        let block = read_block(
+            &mut r,
+            0,
+            &mut n,
+            &mut offset,
+            |l, _| l.number(),
+            |l| l.number(),
+        )
+        .expect("the last line number is read")
+        .expect("one line");
         assert_eq!(block[0].2, crate::model::MAX_LINES);
     }
 
@@ -1850,6 +2035,76 @@ mod depth_tests {
             out[..n].copy_from_slice(&self.0[..n]);
             self.0 = &self.0[n..];
             Ok(n)
+        }
+    }
+
+    /// A line longer than the reader's limit is passed over, not held: it
+    /// comes out of `read_block` as a block of its own with its true
+    /// length, offset and ending, and every line around it as before. A
+    /// run of zero bytes without a line feed at the end of a file (what a
+    /// crash can leave) grew the buffer until the allocator aborted the
+    /// run (review of stop 41).
+    #[test]
+    fn a_line_past_the_limit_is_passed_over_with_its_length_and_the_rest_read() {
+        use super::{read_block, LineReader};
+        let max = 5000;
+        let long = "x".repeat(10_000);
+        let huge = "y".repeat(100_000);
+        let nul = "\0".repeat(300_000);
+        for text in [
+            format!("a\n{long}\nb\n{huge}\nc\n"),
+            format!("{{}}\n{huge}"),
+            format!("{{}}\n{}\n{nul}", "z".repeat(max)),
+            format!("{huge}\n\n{long}{long}\nend"),
+        ] {
+            let want: Vec<&[u8]> = text.as_bytes().split_inclusive(|&b| b == b'\n').collect();
+            for hint in [0, 4096, 1 << 30] {
+                for trickle in [true, false] {
+                    let mut lr: LineReader<Box<dyn std::io::Read>> = LineReader::new(
+                        if trickle {
+                            Box::new(Trickle(text.as_bytes())) as Box<dyn std::io::Read>
+                        } else {
+                            Box::new(text.as_bytes())
+                        },
+                        hint,
+                    )
+                    .with_max_line(max);
+                    let (mut n, mut offset) = (0u64, 0u64);
+                    let mut got = Vec::new();
+                    let read = |l: crate::model::LineRef, b: &[u8]| (l, Some(b.to_vec()));
+                    while let Some(block) =
+                        read_block(&mut lr, 0, &mut n, &mut offset, read, |l| (l, None)).unwrap()
+                    {
+                        got.extend(block);
+                    }
+                    assert_eq!(got.len(), want.len(), "hint {hint}");
+                    let mut at = 0u64;
+                    for ((l, ended, (l2, bytes)), w) in got.iter().zip(&want) {
+                        assert_eq!(l, l2);
+                        assert_eq!(l.offset, at);
+                        assert_eq!(l.bytes, w.len() as u64, "line {}", l.number());
+                        assert_eq!(*ended, w.ends_with(b"\n"));
+                        match bytes {
+                            Some(b) => {
+                                assert_eq!(b.as_slice(), *w);
+                                // Held: within the limit plus one read.
+                                assert!(b.len() <= max + (4 << 20));
+                            }
+                            // Passed over: only lines past the limit.
+                            None => assert!(w.len() > max, "line {}", l.number()),
+                        }
+                        at += l.bytes;
+                    }
+                    // Reads of up to 4 KiB (a small file's): the first
+                    // line past the limit is passed over. (Within one
+                    // read, 4 MiB, a line is held.)
+                    if hint <= 4096 {
+                        assert!(got
+                            .iter()
+                            .any(|(l, _, (_, b))| b.is_none() && l.bytes > 10_000));
+                    }
+                }
+            }
         }
     }
 

@@ -15,7 +15,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::{json, Value};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::Path;
 
 /// Block index of a part id `<uuid>#<k>`.
@@ -358,15 +358,22 @@ pub fn write_file(
     let mut n = 0u64;
     // The first line of each uuid whose repeating copies go.
     let mut firsts = FirstCopies::default();
-    loop {
-        buf.clear();
-        if r.read_until(b'\n', &mut buf)
-            .with_context(|| format!("{}: cannot read after line {n}", src.display()))?
-            == 0
-        {
-            break;
-        }
+    let cannot_read = |n: u64| format!("{}: cannot read after line {n}", src.display());
+    while let Some(whole) =
+        crate::formats::read_line_bounded(&mut r, &mut buf).with_context(|| cannot_read(n))?
+    {
         n += 1;
+        if !whole {
+            // A line longer than the loader holds (read as unreadable, so
+            // it has no uuid): dropped or copied as it streams by.
+            let keep = !plan.drop.contains(problem_id(src, n).as_str());
+            if keep {
+                w.write_all(&buf)?;
+            }
+            let out: Option<&mut dyn std::io::Write> = if keep { Some(&mut w) } else { None };
+            crate::formats::copy_rest_of_line(&mut r, out).with_context(|| cannot_read(n))?;
+            continue;
+        }
         if plan.drop.contains(problem_id(src, n).as_str()) {
             continue;
         }

@@ -227,10 +227,13 @@ fn sniff_from(p: &Path, first: Option<&[u8]>, need_session: bool) -> Result<Snif
     let mut buf = Vec::new();
     for _ in lines..SNIFF_LINES {
         buf.clear();
-        let n = r
+        // At most one probe's worth of a line: a line longer than that
+        // (a run of zero bytes a crash left, without a line feed) is not
+        // held to be sniffed; the sniff stops there.
+        let n = std::io::Read::take(&mut r, super::PROBE_LINE_BYTES)
             .read_until(b'\n', &mut buf)
             .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", p.display()))?;
-        if n == 0 {
+        if n == 0 || (n as u64 == super::PROBE_LINE_BYTES && !buf.ends_with(b"\n")) {
             break;
         }
         read += n;

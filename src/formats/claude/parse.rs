@@ -729,6 +729,8 @@ enum LineRead {
     Message(Box<Message>),
     /// Any other line: what the session takes from it (main file only).
     Other(Meta),
+    /// A line longer than [`crate::formats::max_line_bytes`], passed over.
+    TooLong,
 }
 
 /// What a line that is not a message gives the session.
@@ -866,12 +868,13 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     let mut seen = FirstIds::<rustc_hash::FxBuildHasher>::default();
     let cannot_read = |n: u64| format!("{}: cannot read after line {n}", path.display());
     let read = |line: LineRef, l: &[u8]| read_line(l, line, fi);
-    let mut pending = crate::formats::read_block(&mut r, fi, &mut n, &mut offset, read)
+    let too_long = |_| LineRead::TooLong;
+    let mut pending = crate::formats::read_block(&mut r, fi, &mut n, &mut offset, read, too_long)
         .with_context(|| cannot_read(0))?;
     while let Some(block) = pending {
         let before = n;
         let (next, ()) = rayon::join(
-            || crate::formats::read_block(&mut r, fi, &mut n, &mut offset, read),
+            || crate::formats::read_block(&mut r, fi, &mut n, &mut offset, read, too_long),
             || take_block(s, block, path, &again, &mut seen, titles),
         );
         pending = next.with_context(|| cannot_read(before))?;
@@ -893,6 +896,22 @@ fn take_block(
         let (len, n) = (line.bytes, line.number());
         match read {
             LineRead::Blank => s.other_bytes += len,
+            LineRead::TooLong => {
+                s.other_bytes += len;
+                s.problems.push(LoadProblem {
+                    location: format!("{}:line {n}", path.display()),
+                    id: Some(problem_id(path, n)),
+                    error: crate::formats::overlong_line_error(len),
+                    kind: if complete {
+                        ProblemKind::Unreadable
+                    } else {
+                        ProblemKind::TornTail
+                    },
+                    file: Some(line.file_index()),
+                    line: Some(n),
+                    row: None,
+                });
+            }
             LineRead::Unreadable(e) => {
                 s.other_bytes += len;
                 let torn = !complete && !e.is_empty();

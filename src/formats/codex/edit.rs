@@ -30,7 +30,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
 /// Whether an edited line is for the model (dropped `replacement_history`
@@ -488,15 +488,25 @@ pub fn write_copy(src: &Path, len: u64, dest: &Path, edits: &[Edit], replace: bo
         let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut file);
         let mut buf = Vec::new();
         let mut n = 0u64;
-        loop {
-            buf.clear();
-            if r.read_until(b'\n', &mut buf)
-                .with_context(|| format!("{}: cannot read after line {n}", src.display()))?
-                == 0
-            {
-                break;
-            }
+        let cannot_read = |n: u64| format!("{}: cannot read after line {n}", src.display());
+        while let Some(whole) =
+            crate::formats::read_line_bounded(&mut r, &mut buf).with_context(|| cannot_read(n))?
+        {
             n += 1;
+            if !whole {
+                // A line longer than the loader holds (read as unreadable):
+                // dropped or copied as it streams by, never held.
+                let keep = !plans.dropped(n);
+                if keep && plans.edits.contains_key(&n) {
+                    bail!("{}: line {n} is too long to edit", src.display());
+                }
+                if keep {
+                    w.write_all(&buf)?;
+                }
+                let out: Option<&mut dyn Write> = if keep { Some(&mut w) } else { None };
+                crate::formats::copy_rest_of_line(&mut r, out).with_context(|| cannot_read(n))?;
+                continue;
+            }
             if plans.dropped(n) {
                 continue;
             }

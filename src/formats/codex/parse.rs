@@ -2120,10 +2120,11 @@ fn load_lines(
     let mut offset = 0u64;
     let mut n = 0u64;
     let read = |line: LineRef, buf: &[u8]| pre_read(trim_eol(buf), fast, line);
-    let mut pending = crate::formats::read_block(&mut r, 0, &mut n, &mut offset, read)?;
+    let too_long = |l: LineRef| Pre::Bad(crate::formats::overlong_line_error(l.bytes));
+    let mut pending = crate::formats::read_block(&mut r, 0, &mut n, &mut offset, read, too_long)?;
     while let Some(block) = pending {
         let (next, took) = rayon::join(
-            || crate::formats::read_block(&mut r, 0, &mut n, &mut offset, read),
+            || crate::formats::read_block(&mut r, 0, &mut n, &mut offset, read, too_long),
             || l.take_block(block, path),
         );
         typed += took;
