@@ -525,3 +525,74 @@ fn a_line_past_the_longest_held_is_named_and_passed_over_not_held() {
         .collect();
     assert_eq!(after, before, "inputs changed");
 }
+
+/// Bytes that are not UTF-8 inside a string of a transcript line: Claude
+/// Code (Node.js) reads them as U+FFFD and the line is a message to it
+/// (`JSON.parse` of the line read as UTF-8 gives its uuid). It was read as
+/// unreadable, its child got `dangling-parent`, and `repair` re-parented the
+/// child around lines 4 to 6, cutting them out of the chain the agent
+/// resumes (review of stop 41). Now it is read as the agent reads it.
+#[test]
+fn a_transcript_line_with_bytes_that_are_not_utf8_is_read_as_claude_code_reads_it() {
+    let t = tempfile::tempdir().unwrap();
+    let src = fixtures().join(
+        "claude-code/claude-code-gen/multi/projects/-home-dev-cc-dev-claude-multi-proj/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl",
+    );
+    let input = t.path().join("in");
+    let project = input.join("projects/p");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut lines: Vec<Vec<u8>> = std::fs::read(&src)
+        .unwrap()
+        .split(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect();
+    let at = lines[5]
+        .windows(8)
+        .position(|w| w == b"\"text\":\"")
+        .unwrap()
+        + 8;
+    lines[5].splice(at..at, b"\xff\xfe not UTF-8 ".iter().copied());
+    assert!(std::str::from_utf8(&lines[5]).is_err());
+    std::fs::write(
+        project.join("0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl"),
+        lines.join(&b'\n'),
+    )
+    .unwrap();
+    let before = snapshot(t.path());
+
+    let p = input.to_str().unwrap();
+    let doc = json(&["check", "--format", "json", "--fail-on", "never", p]);
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(findings(&doc), Vec::<serde_json::Value>::new(), "{doc:#}");
+    let want = json(&["list", "--format", "json", src.to_str().unwrap()]);
+    let got = json(&["list", "--format", "json", p]);
+    assert_eq!(
+        got["sessions"][0]["messages"],
+        want["sessions"][0]["messages"]
+    );
+    let rows = json(&["inspect", "--format", "json", p]);
+    let ids: Vec<&str> = rows["sessions"][0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"cd710788-d8b2-45dc-80da-d4872e4cc3ed"),
+        "{ids:?}"
+    );
+    // Nothing for repair to do: its copy is the file as stored.
+    let out = t.path().join("out");
+    bin()
+        .args(["repair", p, "--out", out.to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(contains("no repairable findings"));
+    assert_eq!(
+        std::fs::read(out.join("projects/p/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl")).unwrap(),
+        lines.join(&b'\n')
+    );
+    let mut after = snapshot(t.path());
+    after.retain(|k, _| !k.starts_with("out"));
+    assert_eq!(after, before, "inputs changed");
+}

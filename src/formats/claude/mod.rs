@@ -649,18 +649,25 @@ mod tests {
     }
 
     /// Fuzz input whole_claude-17: a line with a byte that is not UTF-8 in a
-    /// key is unreadable to the loader, so it does not make a Claude Code
-    /// store either (its repaired copy dropped it and was not found).
+    /// key is read by the sniff exactly as the loader reads it (its
+    /// repaired copy was not found when the two disagreed). Both read it
+    /// with U+FFFD for the byte, as Claude Code (Node.js) does; it was
+    /// unreadable to both before (stop 41).
     #[test]
-    fn a_line_the_loader_cannot_read_does_not_make_a_transcript() {
+    fn a_line_with_a_byte_that_is_not_utf8_in_a_key_is_read_alike_by_sniff_and_loader() {
         let mut text = b"{}\n{\"type\":\"queue-operation\",\"timesta".to_vec();
         text.extend_from_slice(b"\xadp\":\"2026-11-22T12:08:09.340Z\",\"sessionId\":\"a\"}");
         let (_dir, p) = transcript(&text);
         let line = &text[3..];
-        assert!(serde_json::from_str::<Value>(&String::from_utf8_lossy(line)).is_ok());
-        assert!(sniff_value(line).is_none());
-        assert!(!sniff(&p).unwrap().claude);
-        assert!(open_file(&p).unwrap().is_none());
+        let lossy: Value = serde_json::from_str(&String::from_utf8_lossy(line)).unwrap();
+        assert_eq!(sniff_value(line), Some(lossy));
+        assert!(parse::Fields::read(line, &mut None).is_ok());
+        let found = sniff(&p).unwrap().claude;
+        assert!(found);
+        let store = open_file(&p).unwrap().expect("a transcript");
+        let ids = store.session_ids().unwrap();
+        let s = store.load(&ids[0]).unwrap();
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
     }
 
     /// Fuzz input whole_claude-16: a compacted copy whose only message line

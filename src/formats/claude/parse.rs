@@ -281,6 +281,21 @@ impl<'a> Fields<'a> {
         match crate::formats::from_line::<Fields<'a>>(body) {
             Ok(f) => Ok(f),
             Err(e) => {
+                // Bytes that are not UTF-8 are read as U+FFFD, as Claude
+                // Code (Node.js) reads its transcripts: such a line is a
+                // message to the agent, and reading it as unreadable made
+                // its children dangling and `repair` re-parent them around
+                // it (review of stop 41).
+                if std::str::from_utf8(body).is_err() {
+                    let text = String::from_utf8_lossy(body).into_owned();
+                    if serde_json::from_str::<Fields<'_>>(&text).is_ok() {
+                        *scratch = Some(text);
+                    } else {
+                        let v: Value = serde_json::from_str(&text).map_err(|_| e)?;
+                        *scratch = Some(v.to_string());
+                    }
+                    return serde_json::from_str(scratch.as_deref().unwrap_or("{}"));
+                }
                 let v: Value = serde_json::from_slice(body).map_err(|_| e)?;
                 *scratch = Some(v.to_string());
                 serde_json::from_str(scratch.as_deref().unwrap_or("{}"))
