@@ -747,3 +747,49 @@ fn a_running_hermes_wal_is_read_through_a_snapshot_and_left_alone() {
     assert_eq!(snapshot(&home), before);
     drop(c);
 }
+
+/// The `hermes chat --resume` step printed after repairing an empty
+/// continuation named the first session the repair changed: the empty
+/// continuation itself, which the copy no longer holds, so hermes answered
+/// "Session not found". The step now names a session the copy holds, the
+/// one `list` says the copy resumes (the reopened parent).
+#[test]
+fn the_resume_step_after_dropping_an_empty_continuation_names_a_session_the_copy_holds() {
+    let t = tempfile::tempdir().unwrap();
+    let src = hx("derived/empty_continuation");
+    let before = snapshot(&src);
+    let out = t.path().join("o");
+    let doc = json(&[
+        "repair",
+        "--format",
+        "json",
+        p(&src.join("state.db")),
+        "--session",
+        "20261122_104851_7db7eb",
+        "--out",
+        p(&out),
+    ]);
+    assert_eq!(doc["copies"][0]["written"], true, "{doc:#}");
+    let steps: Vec<&str> = doc["copies"][0]["next_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    let resume = steps
+        .iter()
+        .find(|s| s.contains("hermes chat --resume"))
+        .unwrap_or_else(|| panic!("{steps:?}"));
+    let id = resume.rsplit(' ').next().unwrap();
+    let c = Connection::open(out.join("state.db")).unwrap();
+    let held: i64 = c
+        .query_row("SELECT count(*) FROM sessions WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(held, 1, "{resume}: not a session of the copy");
+    let s = list(&out);
+    assert_eq!(session(&s, id)["chain"]["resumes"], id, "{resume}");
+    assert_eq!(id, "20261122_104840_a980c8");
+    assert_eq!(snapshot(&src), before);
+}

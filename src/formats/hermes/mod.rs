@@ -311,6 +311,29 @@ impl Applier for HermesStore {
     }
 }
 
+/// The first of `sessions` the copy at `dest` holds: the ids a copy changed
+/// include the empty continuations it dropped, and hermes answers "Session
+/// not found" to `--resume` of one. A placeholder when it holds none of
+/// them; the first of them when the copy cannot be read.
+fn held_session(dest: &Path, sessions: &[String]) -> String {
+    let held = || -> Result<Option<String>> {
+        let snap = Snapshot::open(dest)?;
+        let conn = snap.connect()?;
+        let mut st = conn.prepare("SELECT 1 FROM sessions WHERE id = ?1")?;
+        for id in sessions {
+            if st.exists([id])? {
+                return Ok(Some(id.clone()));
+            }
+        }
+        Ok(None)
+    };
+    match held() {
+        Ok(Some(id)) => id,
+        Ok(None) => "<session id>".to_string(),
+        Err(_) => crate::formats::first_or(sessions, "<session id>"),
+    }
+}
+
 impl Copier for HermesStore {
     /// The copy and its side files: a replaced copy's are removed.
     fn copy_targets(&self, dest: &Path) -> Vec<PathBuf> {
@@ -333,9 +356,12 @@ impl Copier for HermesStore {
 
     /// hermes-agent reads `$HERMES_HOME/state.db` and resumes with
     /// `hermes chat --resume <id>` (docs/formats/hermes.md sections 1 and 10).
+    /// The session resumed is the first of `sessions` the copy still holds
+    /// ([`held_session`]): a repair drops an empty continuation, whose id
+    /// the copy no longer has.
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
-        use crate::formats::{first_or, sh};
-        let id = first_or(sessions, "<session id>");
+        use crate::formats::sh;
+        let id = held_session(dest, sessions);
         let home = dest.parent().unwrap_or(Path::new("."));
         let mut v = Vec::new();
         if dest.file_name().is_some_and(|n| n != "state.db") {
