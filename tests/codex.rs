@@ -804,3 +804,81 @@ fn size_rules_measure_codex_against_flags() {
         "two copies in the newest replacement_history"
     );
 }
+
+/// `next_steps` of a copy (compact's single-session document).
+fn next_steps(doc: &Value) -> Vec<String> {
+    doc["next_steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The next steps told the user to `cp ~/.codex/config.toml
+/// ~/.codex/auth.json` into the copy's Codex home whatever home the rollout
+/// came from: for a rollout of `$CODEX_HOME` or any other Codex home it
+/// copied another home's settings and login, or failed when `~/.codex` has
+/// none. They now copy from the Codex home holding the rollout's
+/// `sessions/` folder, and, for a rollout in no Codex home, say so in words
+/// instead of printing a `cp` that cannot work.
+#[test]
+fn the_settings_step_copies_from_the_codex_home_the_rollout_is_in() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("cx");
+    copy_dir(&gen("noprogress"), &home);
+    std::fs::write(home.join("config.toml"), "model = \"x\"\n").unwrap();
+    std::fs::write(home.join("auth.json"), "{}\n").unwrap();
+    let before = snapshot(&home);
+    let out = t.path().join("o");
+    let mut a = vec![
+        "compact",
+        home.to_str().unwrap(),
+        "--session",
+        NOPROGRESS,
+        "--out",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    let o = bin().env("CODEX_HOME", &home).args(&a).output().unwrap();
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["written"], true, "{doc:#}");
+    let steps = next_steps(&doc);
+    assert!(!steps.iter().any(|s| s.contains("~/.codex")), "{steps:?}");
+    let cp = format!(
+        "cp {} {} {}/",
+        home.join("config.toml").display(),
+        home.join("auth.json").display(),
+        out.display()
+    );
+    assert!(steps[0].starts_with(&cp), "{steps:?}");
+    let ran = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&steps[0])
+        .status()
+        .unwrap();
+    assert!(ran.success(), "{}", steps[0]);
+    assert!(out.join("config.toml").is_file() && out.join("auth.json").is_file());
+    assert_eq!(snapshot(&home), before);
+
+    // A lone rollout, in no Codex home: no `cp`, a sentence.
+    let lone = t.path().join("lone");
+    std::fs::create_dir_all(&lone).unwrap();
+    let src = rollout(&gen("noprogress"));
+    std::fs::copy(&src, lone.join(src.file_name().unwrap())).unwrap();
+    let before = snapshot(&lone);
+    let out2 = t.path().join("o2");
+    a[1] = lone.to_str().unwrap();
+    a[5] = out2.to_str().unwrap();
+    let doc = json(&a);
+    assert_eq!(doc["written"], true, "{doc:#}");
+    let steps = next_steps(&doc);
+    assert!(!steps.iter().any(|s| s.starts_with("cp ")), "{steps:?}");
+    assert!(
+        steps[0].starts_with("put config.toml and auth.json from the Codex home you use into ")
+            && steps[0].contains("is in no Codex home"),
+        "{steps:?}"
+    );
+    assert_eq!(snapshot(&lone), before);
+}

@@ -793,3 +793,77 @@ fn the_resume_step_after_dropping_an_empty_continuation_names_a_session_the_copy
     assert_eq!(id, "20261122_104840_a980c8");
     assert_eq!(snapshot(&src), before);
 }
+
+/// The next steps told the user to `cp ~/.hermes/config.yaml ~/.hermes/.env`
+/// into the copy's hermes home whatever home the db came from: for a db of
+/// `$HERMES_HOME`, a profile or any other folder it copied another home's
+/// settings and keys, or failed when `~/.hermes` has none. They now copy
+/// from the folder holding the source `state.db` (the home hermes reads
+/// it as), and say so in words when that folder holds neither file.
+#[test]
+fn the_settings_step_copies_from_the_hermes_home_the_db_is_in() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("hh");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::copy(
+        hx("derived/closed_compression/state.db"),
+        home.join("state.db"),
+    )
+    .unwrap();
+    std::fs::write(home.join("config.yaml"), "model: x\n").unwrap();
+    std::fs::write(home.join(".env"), "KEY=x\n").unwrap();
+    let before = snapshot(&home);
+    let out = t.path().join("o");
+    let o = bin()
+        .env("HERMES_HOME", &home)
+        .args(["repair", "--format", "json", p(&home), "--out", p(&out)])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["copies"][0]["written"], true, "{doc:#}");
+    let steps: Vec<String> = doc["copies"][0]["next_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    assert!(!steps.iter().any(|s| s.contains("~/.hermes")), "{steps:?}");
+    let cp = format!(
+        "cp {} {} {}/",
+        home.join("config.yaml").display(),
+        home.join(".env").display(),
+        out.display()
+    );
+    let step = steps
+        .iter()
+        .find(|s| s.starts_with(&cp))
+        .unwrap_or_else(|| panic!("{steps:?}"));
+    let ran = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(step)
+        .status()
+        .unwrap();
+    assert!(ran.success(), "{step}");
+    assert!(out.join("config.yaml").is_file() && out.join(".env").is_file());
+    assert_eq!(snapshot(&home), before);
+
+    // A db whose folder holds no settings: no `cp`, a sentence.
+    let src = hx("derived/closed_compression");
+    let before = snapshot(&src);
+    let out2 = t.path().join("o2");
+    let doc = json(&["repair", "--format", "json", p(&src), "--out", p(&out2)]);
+    let steps: Vec<&str> = doc["copies"][0]["next_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(!steps.iter().any(|s| s.starts_with("cp ")), "{steps:?}");
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.starts_with("put config.yaml and .env from the hermes home you use into ")),
+        "{steps:?}"
+    );
+    assert_eq!(snapshot(&src), before);
+}

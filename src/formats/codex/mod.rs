@@ -231,9 +231,10 @@ pub struct CodexStore {
 }
 
 impl CodexStore {
-    /// The folder that holds `sessions/` or `archived_sessions/` above the
-    /// file (the Codex home), and the file's path below it.
-    fn home_and_rel(&self) -> (PathBuf, PathBuf) {
+    /// The Codex home the file is in (the folder that holds `sessions/` or
+    /// `archived_sessions/` above it) and the file's path below it; `None`
+    /// for a rollout outside any Codex home.
+    fn home_above(&self) -> Option<(PathBuf, PathBuf)> {
         let mut dir = self.path.parent();
         while let Some(d) = dir {
             if d.file_name()
@@ -242,10 +243,56 @@ impl CodexStore {
                 if let (Some(home), Ok(rel)) =
                     (d.parent(), self.path.strip_prefix(d.parent().unwrap_or(d)))
                 {
-                    return (home.to_path_buf(), rel.to_path_buf());
+                    return Some((home.to_path_buf(), rel.to_path_buf()));
                 }
             }
             dir = d.parent();
+        }
+        None
+    }
+
+    /// The step that gives the copy's Codex home `home` the settings and
+    /// login of the Codex home the rollout is in ([`CodexStore::home_above`],
+    /// which `CODEX_HOME` names: `~/.codex` by default): a `cp` of the
+    /// `config.toml` and `auth.json` found there, or, when the rollout is in
+    /// no Codex home or that home holds neither, a sentence saying so.
+    fn settings_step(&self, home: &Path) -> String {
+        use crate::formats::sh;
+        let why = "the copy's Codex home needs your settings and login";
+        let put = |whose: String| {
+            format!(
+                "put config.toml and auth.json from the Codex home you use into {}/ ({why}; {whose})",
+                sh(home)
+            )
+        };
+        let Some((src_home, _)) = self.home_above() else {
+            return put(format!(
+                "{} is in no Codex home: no sessions/ or archived_sessions/ folder above it",
+                sh(&crate::fsx::absolute(&self.path))
+            ));
+        };
+        let src_home = crate::fsx::absolute(&src_home);
+        let files: Vec<String> = ["config.toml", "auth.json"]
+            .iter()
+            .map(|n| src_home.join(n))
+            .filter(|f| f.is_file())
+            .map(|f| sh(&f))
+            .collect();
+        if files.is_empty() {
+            put(format!(
+                "{}, the Codex home the rollout is in, holds neither",
+                sh(&src_home)
+            ))
+        } else {
+            format!("cp {} {}/   # {why}", files.join(" "), sh(home))
+        }
+    }
+
+    /// The folder that holds `sessions/` or `archived_sessions/` above the
+    /// file (the Codex home), and the file's path below it.
+    fn home_and_rel(&self) -> (PathBuf, PathBuf) {
+        if let Some(found) = self.home_above() {
+            return found;
         }
         // Not under a Codex home: lay the copy out as Codex would
         // (sessions/YYYY/MM/DD from the file name's date).
@@ -381,10 +428,7 @@ impl Copier for CodexStore {
         }
         let home = home.unwrap_or(Path::new("."));
         vec![
-            format!(
-                "cp ~/.codex/config.toml ~/.codex/auth.json {}/   # the copy's Codex home needs your settings and login",
-                sh(home)
-            ),
+            self.settings_step(home),
             format!("CODEX_HOME={} codex resume {id}", sh(home)),
             format!(
                 "or, with Codex closed, move the original {} aside and put the copy in its place",

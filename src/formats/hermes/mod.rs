@@ -179,6 +179,37 @@ impl HermesStore {
             .map_err(|e| anyhow!("{e}"))
     }
 
+    /// The step that gives the copy's hermes home `home` the settings and
+    /// keys of the home the source db sits in (the folder holding it, which
+    /// is what `HERMES_HOME` names: `~/.hermes`, `$HERMES_HOME`, a profile,
+    /// docs/formats/hermes.md section 1): a `cp` of the `config.yaml` and
+    /// `.env` found there, or, when neither is, a sentence saying so.
+    fn settings_step(&self, home: &Path) -> String {
+        use crate::formats::sh;
+        let src = crate::fsx::absolute(&self.path);
+        let src_home = src.parent().unwrap_or(Path::new("/"));
+        let files: Vec<String> = ["config.yaml", ".env"]
+            .iter()
+            .map(|n| src_home.join(n))
+            .filter(|f| f.is_file())
+            .map(|f| sh(&f))
+            .collect();
+        if files.is_empty() {
+            format!(
+                "put config.yaml and .env from the hermes home you use into {}/ (the copy's hermes home needs your settings and keys; {}, the folder of {}, holds neither)",
+                sh(home),
+                sh(src_home),
+                sh(&src)
+            )
+        } else {
+            format!(
+                "cp {} {}/   # the copy's hermes home needs your settings and keys",
+                files.join(" "),
+                sh(home)
+            )
+        }
+    }
+
     /// A note on usage hermes books apart from the session's totals.
     /// The note of the auxiliary calls hermes books apart, and its figures
     /// (`auxiliary.<task>.calls`, `.input_tokens`, `.output_tokens`).
@@ -367,10 +398,7 @@ impl Copier for HermesStore {
         if dest.file_name().is_some_and(|n| n != "state.db") {
             v.push(format!("mv {} {}", sh(dest), sh(&home.join("state.db"))));
         }
-        v.push(format!(
-            "cp ~/.hermes/config.yaml ~/.hermes/.env {}/   # the copy's hermes home needs your settings and keys",
-            sh(home)
-        ));
+        v.push(self.settings_step(home));
         v.push(format!(
             "HERMES_HOME={} hermes chat --resume {id}",
             sh(home)
