@@ -318,3 +318,60 @@ fn the_shipped_example_config_is_valid_and_names_every_key() {
     let (code, _, err) = check_in(d.path(), &image(), &[]);
     assert!(code == 0 || code == 1, "{err}");
 }
+
+/// A relative `--models-json` (or a config file's `models_json` read
+/// through a relative `--config`) was carried into the printed remedy
+/// command as given: run from any other folder, the command could not find
+/// the file and failed. The command now names it as an absolute path (the
+/// current folder of the check prepended), and runs as printed from
+/// anywhere.
+#[test]
+fn a_relative_models_json_is_absolute_in_the_printed_remedy_command() {
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path().join("w");
+    copy_dir(&oc("prune"), &w.join("prune"));
+    std::fs::write(
+        w.join("models.json"),
+        r#"{"stub":{"id":"stub","models":{"stub-small":{"id":"stub-small","limit":{"context":30000,"output":4000}}}}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(w.join("cfg")).unwrap();
+    std::fs::write(w.join("cfg/sd.toml"), "models_json = \"../models.json\"\n").unwrap();
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let before = snapshot(&w.join("prune"));
+    for extra in [
+        ["--no-config", "--models-json", "models.json"].as_slice(),
+        ["--config", "cfg/sd.toml"].as_slice(),
+    ] {
+        let mut args = vec!["--model", "stub/stub-small"];
+        args.extend_from_slice(extra);
+        let (_, doc, err) = check_in(&w, Path::new("prune"), &args);
+        let cmd = findings(&doc)
+            .iter()
+            .find_map(|f| f["remedy_command"].as_str().map(str::to_string))
+            .unwrap_or_else(|| panic!("{args:?}: no remedy command: {doc:#} {err}"));
+        let words = shell_words::split(&cmd).unwrap();
+        let at = words.iter().position(|a| a == "--models-json").unwrap();
+        let named = Path::new(&words[at + 1]);
+        assert!(named.is_absolute(), "{cmd}");
+        assert!(named.is_file(), "{cmd}");
+        // As printed, from another folder (the copy of the previous run
+        // removed first: both print the same --out).
+        let out = &words[words.iter().position(|a| a == "--out").unwrap() + 1];
+        let _ = std::fs::remove_dir_all(out);
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin!("session-doctor"));
+        hermetic(&mut c);
+        let run = c
+            .current_dir(&elsewhere)
+            .args(&words[1..])
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+    assert_eq!(snapshot(&w.join("prune")), before);
+}

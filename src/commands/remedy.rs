@@ -10,7 +10,8 @@
 //!   session folder, so the guard lets it through, and one folder per
 //!   session, so two commands never collide.
 //! - `compact` carries the budget flags and ignored codes the check ran
-//!   with, from its flags or its config file, and `--no-config` (so it
+//!   with, from its flags or its config file (`--models-json` as an
+//!   absolute path), and `--no-config` (so it
 //!   measures and plans the same wherever it is run, whatever config file
 //!   sits there), and for a stored failure the size of the request that
 //!   failed as `--max-request-bytes` (a limit below it wedged the session).
@@ -73,7 +74,10 @@ fn budget_flags(b: &Settings) -> Vec<String> {
         v.push(format!("--model {}", shell_words::quote(m)));
     }
     if let Some(p) = &b.limits.models_json {
-        v.push(format!("--models-json {}", quote(p)));
+        // Absolute, as the store: a relative path (from the flag, or a
+        // config file found through a relative path) names another file
+        // once the command is run from another folder.
+        v.push(format!("--models-json {}", quote(&absolute(p))));
     }
     if (b.headroom - crate::diagnose::DEFAULT_HEADROOM).abs() > f64::EPSILON {
         v.push(format!("--headroom {}", b.headroom));
