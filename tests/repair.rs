@@ -225,3 +225,144 @@ fn several_stores_keep_their_relative_layout_under_out() {
     assert!(out.path().join("legacy-1.1.65/storage/migration").is_file());
     assert_eq!(doc["changes"].as_array().unwrap().len(), 1, "{doc:#}");
 }
+
+/// Every text column of every table of `db` (full-text tables aside) with
+/// `old` replaced by `new`: a store whose session is named `new`.
+fn rename_in_db(db: &Path, old: &str, new: &str) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.pragma_update(None, "foreign_keys", false).unwrap();
+    let tables: Vec<String> = c
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' AND name NOT LIKE 'sqlite_%'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for t in tables {
+        let cols: Vec<String> = c
+            .prepare(&format!("SELECT name FROM pragma_table_info('{t}')"))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for col in cols {
+            c.execute(
+                &format!("UPDATE \"{t}\" SET \"{col}\" = replace(\"{col}\", ?1, ?2) WHERE typeof(\"{col}\") = 'text' AND instr(\"{col}\", ?1) > 0"),
+                [old, new],
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// The words of the shell command in `step` (its `   # comment` and any
+/// `cd <placeholder> &&` before it left out); fails when the command does
+/// not parse as a shell line.
+fn words(step: &str) -> Vec<String> {
+    let cmd = step.split("   # ").next().unwrap();
+    let cmd = cmd.rsplit("&& ").next().unwrap();
+    shell_words::split(cmd).unwrap_or_else(|e| panic!("{step}: {e}"))
+}
+
+/// Next steps printed the session id as it is (`claude --resume -x y'z`,
+/// `codex resume`, `hermes chat --resume`, `opencode -s`), where remedy
+/// commands quote it: an id holding a quote or a space made the printed
+/// command fail to parse or pass another id, and one starting with `-`
+/// read as a flag where the id is a positional argument (`codex resume`).
+/// The id is now one quoted shell word, after `--` for `codex resume`.
+#[test]
+fn next_steps_pass_the_session_id_as_one_shell_word() {
+    let id = "-x y'z";
+    let t = tempfile::tempdir().unwrap();
+    let steps_of = |doc: &serde_json::Value| -> Vec<String> {
+        doc["copies"][0]["next_steps"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{doc:#}"))
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    // The words after `flag` in the step that runs `bin flag`.
+    let after = |steps: &[String], bin: &str, flag: &str| -> Vec<String> {
+        let step = steps
+            .iter()
+            .find(|s| s.contains(&format!(" {bin} {flag} ")))
+            .unwrap_or_else(|| panic!("no {bin} step: {steps:?}"));
+        let w = words(step);
+        let at = w
+            .iter()
+            .position(|a| a == flag)
+            .unwrap_or_else(|| panic!("{step}"));
+        w[at + 1..].to_vec()
+    };
+    let repair = |src: &Path, out: &str| {
+        json(&[
+            "repair",
+            "--format",
+            "json",
+            src.to_str().unwrap(),
+            "--out",
+            t.path().join(format!("out-{out}")).to_str().unwrap(),
+        ])
+    };
+
+    // Claude Code: the id is the file's name.
+    let cfg = t.path().join("cfg");
+    let proj = cfg.join("projects").join("-p q");
+    std::fs::create_dir_all(&proj).unwrap();
+    let cc = fixtures().join("claude-code/claude-code-gen/double_compact/projects/-home-dev-cc-dev-claude-double-compact-proj/0a40fb08-409e-47b5-867c-464f5acf52d8.jsonl");
+    let file = proj.join(format!("{id}.jsonl"));
+    std::fs::copy(&cc, &file).unwrap();
+    let before = snapshot(&cfg);
+    let steps = steps_of(&repair(&file, "claude"));
+    assert_eq!(after(&steps, "claude", "--resume")[0], id, "{steps:?}");
+    assert_eq!(snapshot(&cfg), before);
+
+    // Codex: the id is session_meta's; a torn tail to repair.
+    let home = t.path().join("codex");
+    copy_dir(&fixtures().join("codex/codex-gen/noprogress"), &home);
+    let rollout = walkdir::WalkDir::new(&home)
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .find(|p| p.to_string_lossy().contains("rollout-"))
+        .unwrap();
+    let text = std::fs::read_to_string(&rollout).unwrap();
+    let text = text.replace("01a20327-ec1f-7132-af6f-feec204262bf", id);
+    std::fs::write(&rollout, &text[..text.len() - 300]).unwrap();
+    let before = snapshot(&home);
+    let steps = steps_of(&repair(&rollout, "codex"));
+    assert_eq!(
+        after(&steps, "codex", "resume")[..2],
+        ["--", id],
+        "{steps:?}"
+    );
+    assert_eq!(snapshot(&home), before);
+
+    // hermes: the reopened session of a closed compression.
+    let hh = t.path().join("hh");
+    std::fs::create_dir_all(&hh).unwrap();
+    std::fs::copy(
+        fixtures().join("hermes/derived/closed_compression/state.db"),
+        hh.join("state.db"),
+    )
+    .unwrap();
+    rename_in_db(&hh.join("state.db"), "20261122_104840_a980c8", id);
+    let before = snapshot(&hh);
+    let steps = steps_of(&repair(&hh, "hermes"));
+    assert_eq!(after(&steps, "hermes chat", "--resume")[0], id, "{steps:?}");
+    assert_eq!(snapshot(&hh), before);
+
+    // opencode: a stale parent.
+    let oc_dir = t.path().join("oc");
+    copy_dir(&oc("stale-parent"), &oc_dir);
+    rename_in_db(
+        &oc_dir.join("opencode.db"),
+        "ses_dfd1f60b1ffeUVxzisfNz0d8YX",
+        id,
+    );
+    let before = snapshot(&oc_dir);
+    let steps = steps_of(&repair(&oc_dir, "opencode"));
+    assert_eq!(after(&steps, "opencode", "-s")[0], id, "{steps:?}");
+    assert_eq!(snapshot(&oc_dir), before);
+}

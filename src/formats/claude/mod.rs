@@ -475,9 +475,13 @@ impl Copier for ClaudeStore {
     /// Claude Code reads `$CLAUDE_CONFIG_DIR/projects/<cwd>/<id>.jsonl`
     /// (docs/formats/claude-code.md section 1) and resumes with `--resume`
     /// from the session's project folder.
+    /// The id is quoted for the shell (as remedy commands quote it).
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
-        use crate::formats::{first_or, sh};
-        let id = first_or(sessions, "<session id>");
+        use crate::formats::sh;
+        let id = sessions.first().map_or_else(
+            || "<session id>".to_string(),
+            |id| shell_words::quote(id).into_owned(),
+        );
         // dest = <out>/projects/<cwd>/<id>.jsonl when laid out as Claude reads it.
         let home = dest
             .parent()
@@ -492,12 +496,12 @@ impl Copier for ClaudeStore {
                 ),
                 format!(
                     "or, with Claude Code closed, move the original {} aside and put the copy in its place",
-                    self.main.display()
+                    sh(&self.main)
                 ),
             ],
             None => vec![format!(
                 "put the copy at ~/.claude/projects/<encoded project folder>/{} (move the original aside first), then `claude --resume {id}` from the project folder",
-                dest.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+                dest.file_name().map(|n| sh(Path::new(n))).unwrap_or_default()
             )],
         }
     }

@@ -418,9 +418,16 @@ impl Copier for CodexStore {
 
     /// Codex reads `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`
     /// (docs/formats/codex.md section 1) and resumes with `codex resume`.
+    /// The id is quoted for the shell (as remedy commands quote it), after
+    /// `--` when it starts with `-` (`codex resume` takes it as a
+    /// positional argument, which would otherwise read as a flag).
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
-        use crate::formats::{first_or, sh};
-        let id = first_or(sessions, "<session id>");
+        use crate::formats::sh;
+        let id = match sessions.first() {
+            Some(id) if id.starts_with('-') => format!("-- {}", shell_words::quote(id)),
+            Some(id) => shell_words::quote(id).into_owned(),
+            None => "<session id>".to_string(),
+        };
         let rel = self.copy_path();
         let mut home = Some(dest);
         for _ in rel.components() {
@@ -432,7 +439,7 @@ impl Copier for CodexStore {
             format!("CODEX_HOME={} codex resume {id}", sh(home)),
             format!(
                 "or, with Codex closed, move the original {} aside and put the copy in its place",
-                self.path.display()
+                sh(&self.path)
             ),
         ]
     }

@@ -1141,9 +1141,13 @@ impl Copier for DaStore {
 
     /// docker-agent reads `~/.cagent/session.db`, or the file named by
     /// `--session-db` (docs/formats/docker-agent.md section 1).
+    /// The id is quoted for the shell (as remedy commands quote it).
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
-        use crate::formats::{first_or, sh};
-        let id = first_or(sessions, "<session id>");
+        use crate::formats::sh;
+        let id = sessions.first().map_or_else(
+            || "<session id>".to_string(),
+            |id| shell_words::quote(id).into_owned(),
+        );
         vec![
             format!(
                 "docker agent run <agent.yaml> --session-db {}   # then open session {id} from its session list",
@@ -1151,7 +1155,7 @@ impl Copier for DaStore {
             ),
             format!(
                 "or, with docker-agent closed, move the original {} (and any -wal/-shm) aside and put the copy in its place",
-                self.path.display()
+                sh(&self.path)
             ),
         ]
     }

@@ -344,9 +344,9 @@ impl Applier for HermesStore {
 
 /// The first of `sessions` the copy at `dest` holds: the ids a copy changed
 /// include the empty continuations it dropped, and hermes answers "Session
-/// not found" to `--resume` of one. A placeholder when it holds none of
-/// them; the first of them when the copy cannot be read.
-fn held_session(dest: &Path, sessions: &[String]) -> String {
+/// not found" to `--resume` of one. `None` when it holds none of them; the
+/// first of them when the copy cannot be read.
+fn held_session(dest: &Path, sessions: &[String]) -> Option<String> {
     let held = || -> Result<Option<String>> {
         let snap = Snapshot::open(dest)?;
         let conn = snap.connect()?;
@@ -358,11 +358,7 @@ fn held_session(dest: &Path, sessions: &[String]) -> String {
         }
         Ok(None)
     };
-    match held() {
-        Ok(Some(id)) => id,
-        Ok(None) => "<session id>".to_string(),
-        Err(_) => crate::formats::first_or(sessions, "<session id>"),
-    }
+    held().unwrap_or_else(|_| sessions.first().cloned())
 }
 
 impl Copier for HermesStore {
@@ -389,10 +385,14 @@ impl Copier for HermesStore {
     /// `hermes chat --resume <id>` (docs/formats/hermes.md sections 1 and 10).
     /// The session resumed is the first of `sessions` the copy still holds
     /// ([`held_session`]): a repair drops an empty continuation, whose id
-    /// the copy no longer has.
+    /// the copy no longer has. The id is quoted for the shell (as remedy
+    /// commands quote it).
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
         use crate::formats::sh;
-        let id = held_session(dest, sessions);
+        let id = held_session(dest, sessions).map_or_else(
+            || "<session id>".to_string(),
+            |id| shell_words::quote(&id).into_owned(),
+        );
         let home = dest.parent().unwrap_or(Path::new("."));
         let mut v = Vec::new();
         if dest.file_name().is_some_and(|n| n != "state.db") {
@@ -405,7 +405,7 @@ impl Copier for HermesStore {
         ));
         v.push(format!(
             "or, with hermes closed, move the original {} (and any -wal/-shm) aside and put the copy in its place",
-            self.path.display()
+            sh(&self.path)
         ));
         v
     }

@@ -91,14 +91,15 @@ pub fn open_dir(p: &Path) -> Result<Option<Box<dyn super::Store>>> {
 /// `opencode.db`/`kilo.db` or a legacy `storage/` folder): from a data
 /// folder of its own, or by putting it in the place of `source` itself
 /// (the store the copy was made from, not the agent's default one: a copy
-/// of a backup or of another `XDG_DATA_HOME` replaces that file).
+/// of a backup or of another `XDG_DATA_HOME` replaces that file). Paths
+/// and the id are quoted for the shell (as remedy commands quote them).
 pub(crate) fn next_steps(
     agent: crate::model::Agent,
     source: &Path,
     dest: &Path,
     sessions: &[String],
 ) -> Vec<String> {
-    use crate::formats::{first_or, sh};
+    use crate::formats::sh;
     let (bin, dir) = match agent {
         crate::model::Agent::Kilo => ("kilo", "kilo"),
         _ => ("opencode", "opencode"),
@@ -122,7 +123,9 @@ pub(crate) fn next_steps(
         format!(
             "XDG_DATA_HOME={} {bin} -s {}   # a data folder of its own: copy auth.json from your {dir} data folder into it to keep provider logins",
             sh(&data),
-            first_or(sessions, "<session id>")
+            sessions
+                .first()
+                .map_or_else(|| "<session id>".to_string(), |id| shell_words::quote(id).into_owned())
         ),
         format!(
             "or, with {bin} closed, move the original {}{} aside and put the copy in its place",
