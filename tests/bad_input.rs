@@ -596,3 +596,48 @@ fn a_transcript_line_with_bytes_that_are_not_utf8_is_read_as_claude_code_reads_i
     after.retain(|k, _| !k.starts_with("out"));
     assert_eq!(after, before, "inputs changed");
 }
+
+/// A transcript line whose `uuid` is not a string was taken for a line of
+/// another kind and left out in silence: `check` said healthy and `list`
+/// counted one message less (review of stop 41). It is now unreadable,
+/// named by line, with what was expected.
+#[test]
+fn a_transcript_line_whose_uuid_is_not_a_string_is_named_not_dropped_in_silence() {
+    let t = tempfile::tempdir().unwrap();
+    let src = fixtures().join(
+        "claude-code/claude-code-gen/multi/projects/-home-dev-cc-dev-claude-multi-proj/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl",
+    );
+    let project = t.path().join("projects/p");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut lines: Vec<serde_json::Value> = std::fs::read_to_string(&src)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The first user prompt, and a null uuid (a line without one) later.
+    let first = lines.iter().position(|v| v["type"] == "user").unwrap();
+    lines[first]["uuid"] = 5.into();
+    let text: String = lines.iter().map(|v| format!("{v}\n")).collect();
+    std::fs::write(
+        project.join("0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl"),
+        text,
+    )
+    .unwrap();
+    let before = snapshot(t.path());
+
+    let p = t.path().to_str().unwrap();
+    let doc = json(&["check", "--format", "json", "--fail-on", "never", p]);
+    let u = with_code(&doc, "unreadable");
+    assert_eq!(u.len(), 1, "{doc:#}");
+    assert_eq!(u[0]["location"]["line"], first as u64 + 1);
+    let said = u[0]["detail"].as_str().unwrap();
+    assert!(said.contains("`uuid` is 5, expected a string"), "{said}");
+    let want = json(&["list", "--format", "json", src.to_str().unwrap()]);
+    let got = json(&["list", "--format", "json", p]);
+    assert_eq!(
+        got["sessions"][0]["messages"].as_u64().unwrap() + 1,
+        want["sessions"][0]["messages"].as_u64().unwrap()
+    );
+    bin().args(["check", p]).assert().code(1);
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}

@@ -746,6 +746,8 @@ enum LineRead {
     Other(Meta),
     /// A line longer than [`crate::formats::max_line_bytes`], passed over.
     TooLong,
+    /// A JSON object whose fields the loader cannot use: what is wrong.
+    Bad(String),
 }
 
 /// What a line that is not a message gives the session.
@@ -836,6 +838,15 @@ fn read_line(buf: &[u8], line: LineRef, fi: usize) -> LineRead {
     if let Some(m) = parse_fields(&v, body, line, fi > 0) {
         return LineRead::Message(Box::new(m));
     }
+    // A `uuid` that is not a string: the line was taken for a line of
+    // another kind and left out in silence (review of stop 41). A `null`
+    // one is a line without a uuid, as Claude Code writes some.
+    if let Some(u) = v.uuid.filter(|_| rstr(v.uuid).is_none()) {
+        let shown: String = u.get().chars().take(40).collect();
+        return LineRead::Bad(format!(
+            "`uuid` is {shown}, expected a string (the message id): the line is not read as a message"
+        ));
+    }
     if fi > 0 {
         return LineRead::Other(Meta::None);
     }
@@ -911,13 +922,18 @@ fn take_block(
         let (len, n) = (line.bytes, line.number());
         match read {
             LineRead::Blank => s.other_bytes += len,
-            LineRead::TooLong => {
+            LineRead::TooLong | LineRead::Bad(_) => {
                 s.other_bytes += len;
                 s.problems.push(LoadProblem {
                     location: format!("{}:line {n}", path.display()),
                     id: Some(problem_id(path, n)),
-                    error: crate::formats::overlong_line_error(len),
-                    kind: if complete {
+                    error: match &read {
+                        LineRead::Bad(e) => e.clone(),
+                        _ => crate::formats::overlong_line_error(len),
+                    },
+                    // A whole JSON line without its last line feed is not
+                    // torn; a long line without one is.
+                    kind: if complete || matches!(read, LineRead::Bad(_)) {
                         ProblemKind::Unreadable
                     } else {
                         ProblemKind::TornTail
