@@ -641,3 +641,58 @@ fn a_transcript_line_whose_uuid_is_not_a_string_is_named_not_dropped_in_silence(
     bin().args(["check", p]).assert().code(1);
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
+
+/// An empty rollout, or one of blank lines only, read as a healthy session
+/// with no message, where a Claude Code transcript in the same state is an
+/// error; Codex refuses to resume it ("empty session file"). It is now
+/// `unreadable`, named by file, and the real rollout beside it is read.
+#[test]
+fn an_empty_or_blank_codex_rollout_is_unreadable_not_healthy() {
+    let t = tempfile::tempdir().unwrap();
+    let day = t.path().join("sessions/2026/02/23");
+    std::fs::create_dir_all(&day).unwrap();
+    let real = fixtures()
+        .join("codex/localpush/sessions/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl");
+    std::fs::copy(&real, day.join(real.file_name().unwrap())).unwrap();
+    let empty = day.join("rollout-2026-02-23T21-00-00-019c8bfe-0000-7000-8000-000000000001.jsonl");
+    let blank = day.join("rollout-2026-02-23T21-00-01-019c8bfe-0000-7000-8000-000000000002.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    std::fs::write(&blank, "\n  \n\n").unwrap();
+    let before = snapshot(t.path());
+
+    let doc = json(&[
+        "check",
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+        t.path().to_str().unwrap(),
+    ]);
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 3, "{doc:#}");
+    let u = with_code(&doc, "unreadable");
+    let mut said: Vec<(String, String)> = u
+        .iter()
+        .map(|f| {
+            (
+                f["location"]["file"].as_str().unwrap().to_string(),
+                f["error"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    said.sort();
+    assert_eq!(
+        said,
+        vec![
+            (
+                empty.display().to_string(),
+                "the rollout is empty: Codex refuses to resume it (\"empty session file\")".to_string()
+            ),
+            (
+                blank.display().to_string(),
+                "the rollout holds only blank lines (5 bytes): Codex refuses to resume it (\"empty session file\")".to_string()
+            ),
+        ]
+    );
+    bin().arg("check").arg(&empty).assert().code(1);
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}

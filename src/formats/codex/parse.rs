@@ -2133,6 +2133,27 @@ fn load_lines(
     if l.s.id.is_empty() {
         l.s.id = id.to_string();
     }
+    // No line but blank ones (an empty file): Codex refuses to resume it
+    // ("empty session file"); it read as a healthy session with no message
+    // (review of stop 41).
+    if l.first {
+        l.s.problems.push(LoadProblem {
+            location: path.display().to_string(),
+            id: None,
+            error: format!(
+                "{}: Codex refuses to resume it (\"empty session file\")",
+                if offset == 0 {
+                    "the rollout is empty".to_string()
+                } else {
+                    format!("the rollout holds only blank lines ({offset} bytes)")
+                }
+            ),
+            kind: ProblemKind::Unreadable,
+            file: Some(0),
+            line: None,
+            row: None,
+        });
+    }
     Ok((l.finish(), typed))
 }
 
