@@ -34,9 +34,9 @@ impl InputError {
         }
     }
 
-    /// From an error chain (`{e:#}`).
+    /// From an error chain ([`chain`]).
     pub fn from_anyhow(path: &Path, e: &anyhow::Error) -> InputError {
-        InputError::new(path, format!("{e:#}"))
+        InputError::new(path, chain(e))
     }
 }
 
@@ -54,6 +54,29 @@ impl Serialize for InputError {
         st.serialize_field("reason", &self.reason)?;
         st.end()
     }
+}
+
+/// An error chain as `{e:#}` shows it (each cause after the one it
+/// explains, joined by ": "), but a rusqlite error said once
+/// ([`crate::formats::sqlite::reason`]): its source, the SQLite result code
+/// it already states, is left out.
+pub fn chain(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut after_sqlite = false;
+    for cause in e.chain() {
+        if after_sqlite && cause.is::<rusqlite::ffi::Error>() {
+            continue;
+        }
+        after_sqlite = false;
+        match cause.downcast_ref::<rusqlite::Error>() {
+            Some(r) => {
+                parts.push(crate::formats::sqlite::reason(r));
+                after_sqlite = true;
+            }
+            None => parts.push(cause.to_string()),
+        }
+    }
+    parts.join(": ")
 }
 
 /// Errors and warnings gathered during a run.

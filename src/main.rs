@@ -15,7 +15,10 @@ fn main() -> ExitCode {
     match session_doctor::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("session-doctor: error: {e:#}");
+            eprintln!(
+                "session-doctor: error: {}",
+                session_doctor::error::chain(&e)
+            );
             session_doctor::exit_codes::code(session_doctor::exit_codes::ERROR)
         }
     }

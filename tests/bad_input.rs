@@ -694,5 +694,57 @@ fn an_empty_or_blank_codex_rollout_is_unreadable_not_healthy() {
         ]
     );
     bin().arg("check").arg(&empty).assert().code(1);
+/// A copy of `src` cut to half its size under `dir/name`: a SQLite store
+/// whose schema cannot be read ("database disk image is malformed").
+fn truncated_db(src: &std::path::Path, dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let bytes = std::fs::read(src).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+    p
+}
+
+#[test]
+fn a_truncated_sqlite_store_says_why_once() {
+    // rusqlite's SqliteFailure shows SQLite's message, then (as its source)
+    // the result code and the code's description: the reason said twice
+    // ("database disk image is malformed: Error code 11: The database disk
+    // image is malformed"). It is said once, in JSON and on stderr.
+    let t = tempfile::tempdir().unwrap();
+    let dbs = [
+        truncated_db(
+            &oc("plain").join("opencode.db"),
+            &t.path().join("oc"),
+            "opencode.db",
+        ),
+        truncated_db(
+            &fixtures().join("hermes/hermes/image/state.db"),
+            &t.path().join("he"),
+            "state.db",
+        ),
+        truncated_db(
+            &fixtures().join("docker-agent/real/session.db"),
+            &t.path().join("da"),
+            "session.db",
+        ),
+    ];
+    let before = snapshot(t.path());
+    for db in &dbs {
+        let p = db.to_str().unwrap();
+        let doc = json(&["check", "--format", "json", p]);
+        let errors = doc["errors"].as_array().unwrap();
+        assert_eq!(errors.len(), 1, "{doc:#}");
+        let reason = errors[0]["reason"].as_str().unwrap();
+        assert_eq!(
+            reason.matches("malformed").count(),
+            1,
+            "{p}: the reason is repeated: {reason}"
+        );
+        assert!(!reason.contains("Error code"), "{p}: {reason}");
+        let out = bin().args(["check", p]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.matches("malformed").count(), 1, "{p}: {stderr}");
+    }
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }

@@ -172,7 +172,7 @@ pub fn write(
         problems.error(InputError::from_anyhow(out_dir, &err));
         plans
             .iter()
-            .map(|p| copy_row(e, p, false, Some(format!("{err:#}"))))
+            .map(|p| copy_row(e, p, false, Some(crate::error::chain(&err))))
             .collect()
     };
     let manifest = match crate::fsx::Manifest::load(out_dir) {
@@ -233,7 +233,7 @@ pub fn write(
                     })
                     .unwrap_or(Ok(()))
                     .and_then(|_| c.write_copy(&p.dest, &p.edits, replace))
-                    .map_err(|err| (false, format!("{err:#}")));
+                    .map_err(|err| (false, crate::error::chain(&err)));
                 e.progress.inc(e.store_bytes(p.store));
                 r
             })

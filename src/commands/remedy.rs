@@ -203,7 +203,7 @@ fn reaches(
 ) -> Result<(), Unreached> {
     let p = crate::treat::compact::plan_to_reach(store.copier(), session, target).map_err(|e| {
         Unreached {
-            why: format!("{e:#}"),
+            why: crate::error::chain(&e),
             shortfall: None,
         }
     })?;

@@ -31,6 +31,23 @@ use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
+/// Why SQLite failed, said once. rusqlite's `SqliteFailure` shows its
+/// message and then, as its source, the result code with that code's
+/// description ("database disk image is malformed: Error code 11: The
+/// database disk image is malformed" in an error chain): this is the
+/// message SQLite gave when there is one, else the code's description;
+/// any other error as rusqlite shows it. [`crate::error::chain`] formats
+/// every rusqlite error of a chain with it.
+pub fn reason(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        rusqlite::Error::SqliteFailure(err, None) => {
+            rusqlite::ffi::code_to_str(err.extended_code).to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
 /// The 16-byte header every SQLite 3 database starts with.
 pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
@@ -422,7 +439,7 @@ impl Snapshot {
             }
             match Snapshot::finish_private(source, dir, copy, why) {
                 Ok(s) => return Ok(s),
-                Err(e) => last = format!("{e:#}"),
+                Err(e) => last = crate::error::chain(&e),
             }
         }
         bail!(
@@ -569,8 +586,12 @@ impl Snapshot {
                 .with_context(|| format!("{}: cannot commit the edits", tmp.display()))?;
             dst.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
                 .ok();
-            verify(&dst, true, dest)
-                .map_err(|e| anyhow!("the copy fails its check and was removed: {e:#}"))?;
+            verify(&dst, true, dest).map_err(|e| {
+                anyhow!(
+                    "the copy fails its check and was removed: {}",
+                    crate::error::chain(&e)
+                )
+            })?;
             dst.close().map_err(|(_, e)| e)?;
             Ok(())
         };

@@ -517,7 +517,7 @@ impl DaStore {
                 }
                 Ok(ix)
             };
-            build().map_err(|e| format!("{e:#}"))
+            build().map_err(|e| crate::error::chain(&e))
         });
         r.as_ref().map_err(|e| anyhow!("{e}"))
     }

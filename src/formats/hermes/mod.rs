@@ -173,7 +173,7 @@ impl HermesStore {
                 self.snap
                     .connect()
                     .and_then(|c| Graph::read(&c, &self.schema, &self.path))
-                    .map_err(|e| format!("{e:#}"))
+                    .map_err(|e| crate::error::chain(&e))
             })
             .as_ref()
             .map_err(|e| anyhow!("{e}"))

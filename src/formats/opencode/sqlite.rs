@@ -61,8 +61,9 @@ impl SqliteStore {
         let conn = self.conn()?;
         conn.execute_batch("BEGIN").map_err(|e| {
             anyhow!(
-                "{}: cannot start a read transaction: {e}",
-                self.path.display()
+                "{}: cannot start a read transaction: {}",
+                self.path.display(),
+                crate::formats::sqlite::reason(&e)
             )
         })?;
         Ok(conn)
@@ -75,8 +76,9 @@ impl SqliteStore {
     /// A read error of table `table` while session `id` is loaded.
     fn fail(&self, id: &str, table: &str, e: rusqlite::Error) -> anyhow::Error {
         anyhow!(
-            "{}: session {id}: cannot read table {table}: {e}",
-            self.path.display()
+            "{}: session {id}: cannot read table {table}: {}",
+            self.path.display(),
+            crate::formats::sqlite::reason(&e)
         )
     }
 
