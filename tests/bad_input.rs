@@ -748,3 +748,59 @@ fn a_truncated_sqlite_store_says_why_once() {
     }
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
+
+#[test]
+fn compact_and_repair_claim_nothing_about_sessions_when_none_could_be_read() {
+    // No input could be read: compact said "no session has a finding
+    // compact fixes" on stdout and on stderr, repair "no repairable
+    // findings", as if sessions had been read. Now only the error, once.
+    let t = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(t.path().join("cc")).unwrap();
+    std::fs::write(t.path().join("cc/empty.jsonl"), b"").unwrap();
+    std::fs::create_dir_all(t.path().join("oc0")).unwrap();
+    std::fs::write(t.path().join("oc0/opencode.db"), b"").unwrap();
+    let inputs = [
+        t.path().join("cc/empty.jsonl"),
+        t.path().join("oc0/opencode.db"),
+        truncated_db(
+            &oc("plain").join("opencode.db"),
+            &t.path().join("oc"),
+            "opencode.db",
+        ),
+        truncated_db(
+            &fixtures().join("hermes/hermes/image/state.db"),
+            &t.path().join("he"),
+            "state.db",
+        ),
+    ];
+    let before = snapshot(t.path());
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("out");
+    for input in &inputs {
+        let p = input.to_str().unwrap();
+        for cmd in ["compact", "repair"] {
+            let r = bin()
+                .args([cmd, p, "--out", out.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&r.stdout);
+            let stderr = String::from_utf8_lossy(&r.stderr);
+            assert_eq!(r.status.code(), Some(2), "{cmd} {p}: {stderr}");
+            assert!(
+                !stdout.contains("no session") && !stdout.contains("no repairable"),
+                "{cmd} {p}: stdout claims something about sessions: {stdout}"
+            );
+            assert!(
+                !stderr.contains("no session has a finding"),
+                "{cmd} {p}: {stderr}"
+            );
+            assert_eq!(
+                stderr.matches(p).count(),
+                1,
+                "{cmd} {p}: the error is not said once: {stderr}"
+            );
+            assert!(!out.exists(), "{cmd} {p}: wrote {}", out.display());
+        }
+    }
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}

@@ -152,6 +152,8 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
         // The store index is set from the item below.
         Some(plan_one(a, store, 0, l))
     });
+    // Sessions loaded (a session that could not be loaded gives `None`).
+    let read = results.iter().filter(|r| r.is_some()).count();
     let mut planned: Vec<Planned> = Vec::new();
     for (it, r) in items.iter().zip(results) {
         match r.flatten() {
@@ -247,7 +249,10 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
         emit_with(|out| exporter(a.common.format).write_compact(&report, &problems, out))?;
     } else {
         let reports: Vec<CompactReport> = planned.into_iter().map(|p| p.report).collect();
-        if reports.is_empty() && a.common.format == crate::cli::OutputFormat::Table {
+        // When no session could be read, the errors are the whole outcome:
+        // nothing is said about sessions.
+        let none_read = read == 0 && !problems.errors.is_empty();
+        if reports.is_empty() && !none_read && a.common.format == crate::cli::OutputFormat::Table {
             eprintln!("session-doctor: no session has a finding compact fixes; nothing written");
         }
         emit(exporter(a.common.format).compact_batch(&reports, &copies_rows, &problems))?;

@@ -1589,11 +1589,15 @@ impl Exporter for TableExporter {
         &self,
         sessions: &[CompactReport],
         copies: &[CopyRow],
-        _problems: &Problems,
+        problems: &Problems,
     ) -> String {
         let mut out = String::new();
         if sessions.is_empty() {
-            out.push_str("no session has a finding compact fixes: nothing to do\n");
+            // With errors (on stderr), no session may have been read: no
+            // claim about sessions then.
+            if problems.errors.is_empty() {
+                out.push_str("no session has a finding compact fixes: nothing to do\n");
+            }
             return out;
         }
         let uniq = unique_prefixes(sessions.iter().map(|r| r.session_id.as_str()));
@@ -1701,10 +1705,14 @@ impl Exporter for TableExporter {
         out
     }
 
-    fn repair(&self, r: &RepairReport, _problems: &Problems) -> String {
+    fn repair(&self, r: &RepairReport, problems: &Problems) -> String {
         let mut out = String::new();
         if r.changes.is_empty() {
-            out.push_str("no repairable findings\n");
+            // No copy and errors (on stderr): no store was read whole, so
+            // nothing is claimed about its findings.
+            if problems.errors.is_empty() || !r.copies.is_empty() {
+                out.push_str("no repairable findings\n");
+            }
         } else {
             out.push_str(&self.changes(&r.changes, true));
         }
