@@ -1043,3 +1043,100 @@ fn a_stale_parent_on_the_resume_path_is_an_error_and_repair_fixes_it() {
         + 1;
     assert_eq!(first_visible, boundary);
 }
+
+/// The `(original, copy)` pairs the put-in-place step among `steps` names
+/// ("move the original(s) A, B aside and put the cop(y|ies) A', B' in
+/// its/their place(s)"; "the copy" alone is `dest`).
+fn put_in_place_pairs(steps: &[String], dest: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let step = steps
+        .iter()
+        .find(|s| s.starts_with("or, with Claude Code closed, move the original"))
+        .unwrap_or_else(|| panic!("no put-in-place step: {steps:?}"));
+    let paths = |list: &str| -> Vec<PathBuf> {
+        list.split(", ")
+            .map(|w| {
+                let w = shell_words::split(w).unwrap_or_else(|e| panic!("{step}: {e}"));
+                assert_eq!(w.len(), 1, "{step}");
+                PathBuf::from(&w[0])
+            })
+            .collect()
+    };
+    let rest = step
+        .strip_prefix("or, with Claude Code closed, move the original")
+        .unwrap();
+    let rest = rest.strip_prefix('s').unwrap_or(rest).trim_start();
+    let (originals, rest) = rest.split_once(" aside and put the cop").unwrap();
+    let originals = paths(originals);
+    let copies = rest
+        .trim_start_matches("y")
+        .trim_start_matches("ies")
+        .trim_end_matches(" in its place")
+        .trim_end_matches(" in their places")
+        .trim();
+    let copies = if copies.is_empty() {
+        vec![dest.to_path_buf()]
+    } else {
+        paths(copies)
+    };
+    assert_eq!(originals.len(), copies.len(), "{step}");
+    originals.into_iter().zip(copies).collect()
+}
+
+/// After a repair that edits only a sub-agent file (a torn tail in an
+/// older version's `agent-*.jsonl` beside the session), the put-in-place
+/// step moved the main file alone, so following it left the fault in
+/// place. The step now names every file of the session the copy changed
+/// with its copy; following it leaves `check` with no torn tail.
+#[test]
+fn the_put_in_place_step_moves_a_repaired_sub_agent_file_too() {
+    let t = tempfile::tempdir().unwrap();
+    let cfg = t.path().join("cfg");
+    let project = cfg.join("projects/-Users-dain-workspace-danieldemmel-me-next");
+    copy_dir(
+        &cc("claude-code-log/projects/-Users-dain-workspace-danieldemmel-me-next"),
+        &project,
+    );
+    let agent = project.join("agent-c3d572ee.jsonl");
+    let mut bytes = std::fs::read(&agent).unwrap();
+    bytes.extend_from_slice(br#"{"type":"user","uuid":"torn"#);
+    std::fs::write(&agent, bytes).unwrap();
+    let torn = |cfg: &Path| {
+        with_code(
+            &json(&["check", "--format", "json", cfg.to_str().unwrap()]),
+            "torn-tail",
+        )
+    };
+    assert_eq!(torn(&cfg).len(), 1);
+
+    let before = snapshot(&cfg);
+    let main = project.join(format!("{WITH_AGENTS}.jsonl"));
+    let doc = json(&[
+        "repair",
+        "--format",
+        "json",
+        main.to_str().unwrap(),
+        "--session",
+        WITH_AGENTS,
+        "--out",
+        t.path().join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(snapshot(&cfg), before);
+    let copy = &doc["copies"][0];
+    let steps: Vec<String> = copy["next_steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    let pairs = put_in_place_pairs(&steps, Path::new(copy["dest"].as_str().unwrap()));
+    assert!(pairs.iter().any(|(o, _)| *o == agent), "{steps:?}");
+
+    // Follow the step: each original aside, its copy in its place.
+    let aside = t.path().join("aside");
+    std::fs::create_dir_all(&aside).unwrap();
+    for (k, (original, copy)) in pairs.iter().enumerate() {
+        std::fs::rename(original, aside.join(k.to_string())).unwrap();
+        std::fs::copy(copy, original).unwrap();
+    }
+    assert_eq!(torn(&cfg), Vec::<Value>::new(), "{steps:?}");
+}

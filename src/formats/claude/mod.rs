@@ -387,6 +387,75 @@ impl ClaudeStore {
             .map(Path::to_path_buf)
             .unwrap_or_else(|_| PathBuf::from(file_name(f)))
     }
+
+    /// The files of the copy at `dest` that differ from their originals
+    /// (as `(original, copy)`, main file first): the files a put-in-place
+    /// step must move, a repaired sub-agent file as much as the main file.
+    /// Each copy is compared with the bytes of its original it was written
+    /// from ([`Store::load`]'s snapshot): by size, then byte by byte when
+    /// the sizes agree. The main file alone when none differs.
+    fn changed_files(&self, dest: &Path) -> Vec<(PathBuf, PathBuf)> {
+        let files = self.files();
+        let lens: Vec<Option<u64>> = match self.snapshot.get() {
+            Some(l) => l.iter().copied().map(Some).collect(),
+            None => files
+                .iter()
+                .map(|f| crate::formats::complete_len(f).ok())
+                .collect(),
+        };
+        let changed: Vec<(PathBuf, PathBuf)> = files
+            .into_iter()
+            .zip(self.copy_targets(dest))
+            .zip(lens)
+            .filter(|((src, copy), len)| len.is_none_or(|len| differs(src, len, copy)))
+            .map(|(pair, _)| pair)
+            .collect();
+        if changed.is_empty() {
+            vec![(self.main.clone(), dest.to_path_buf())]
+        } else {
+            changed
+        }
+    }
+}
+
+/// Whether `copy` differs from the first `len` bytes of `original`; a file
+/// that cannot be read counts as different (a step then names it rather
+/// than leave a changed file out).
+fn differs(original: &Path, len: u64, copy: &Path) -> bool {
+    use std::io::Read;
+    const CHUNK: usize = 1 << 20;
+    if std::fs::metadata(copy).map(|m| m.len()).ok() != Some(len) {
+        return true;
+    }
+    let (Ok(a), Ok(b)) = (
+        crate::fsx::open_regular(original),
+        std::fs::File::open(copy),
+    ) else {
+        return true;
+    };
+    let (mut a, mut b) = (a.take(len), b.take(len));
+    let (mut ba, mut bb) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
+    let mut left = len;
+    while left > 0 {
+        let n = CHUNK.min(usize::try_from(left).unwrap_or(CHUNK));
+        if a.read_exact(&mut ba[..n]).is_err() || b.read_exact(&mut bb[..n]).is_err() {
+            return true;
+        }
+        if ba[..n] != bb[..n] {
+            return true;
+        }
+        left -= n as u64;
+    }
+    false
+}
+
+/// `paths` quoted for the shell, joined by `, `.
+fn sh_list<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> String {
+    paths
+        .into_iter()
+        .map(|p| crate::formats::sh(p))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Store for ClaudeStore {
@@ -494,15 +563,32 @@ impl Copier for ClaudeStore {
                     "cd <the session's project folder> && CLAUDE_CONFIG_DIR={} claude --resume {id}   # a config folder of its own: log in again there, or copy your credentials into it",
                     sh(home)
                 ),
-                format!(
-                    "or, with Claude Code closed, move the original {} aside and put the copy in its place",
-                    sh(&self.main)
-                ),
+                put_in_place(&self.changed_files(dest), dest),
             ],
-            None => vec![format!(
-                "put the copy at ~/.claude/projects/<encoded project folder>/{} (move the original aside first), then `claude --resume {id}` from the project folder",
-                dest.file_name().map(|n| sh(Path::new(n))).unwrap_or_default()
-            )],
+            None => {
+                // Claude Code reads the whole session from its project
+                // folder: every file of the copy goes there.
+                let base = "~/.claude/projects/<encoded project folder>";
+                let name = dest.file_name().map(|n| sh(Path::new(n))).unwrap_or_default();
+                let agents: Vec<PathBuf> = self.copy_targets(dest).into_iter().skip(1).collect();
+                let side = if agents.is_empty() {
+                    String::new()
+                } else {
+                    let places: Vec<String> = self
+                        .agents
+                        .iter()
+                        .map(|f| format!("{base}/{}", sh(&self.relative(f))))
+                        .collect();
+                    format!(
+                        " and the copies {} at {}",
+                        sh_list(&agents),
+                        places.join(", ")
+                    )
+                };
+                vec![format!(
+                    "put the copy at {base}/{name}{side} (move the original aside first), then `claude --resume {id}` from the project folder"
+                )]
+            }
         }
     }
 
@@ -527,6 +613,29 @@ impl Copier for ClaudeStore {
             st.commit(mode, replace)?;
         }
         Ok(())
+    }
+}
+
+/// The put-in-place step for the files of a copy at `dest` that differ
+/// from their originals (`changed`: `(original, copy)`): "the copy" when
+/// only the main file changed, else each copy named beside its original.
+fn put_in_place(changed: &[(PathBuf, PathBuf)], dest: &Path) -> String {
+    use crate::formats::sh;
+    match changed {
+        [(original, copy)] if copy == dest => format!(
+            "or, with Claude Code closed, move the original {} aside and put the copy in its place",
+            sh(original)
+        ),
+        [(original, copy)] => format!(
+            "or, with Claude Code closed, move the original {} aside and put the copy {} in its place",
+            sh(original),
+            sh(copy)
+        ),
+        _ => format!(
+            "or, with Claude Code closed, move the originals {} aside and put the copies {} in their places",
+            sh_list(changed.iter().map(|(o, _)| o)),
+            sh_list(changed.iter().map(|(_, c)| c))
+        ),
     }
 }
 
