@@ -694,6 +694,9 @@ fn an_empty_or_blank_codex_rollout_is_unreadable_not_healthy() {
         ]
     );
     bin().arg("check").arg(&empty).assert().code(1);
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}
+
 /// A copy of `src` cut to half its size under `dir/name`: a SQLite store
 /// whose schema cannot be read ("database disk image is malformed").
 fn truncated_db(src: &std::path::Path, dir: &std::path::Path, name: &str) -> std::path::PathBuf {

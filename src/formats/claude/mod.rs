@@ -393,9 +393,15 @@ impl ClaudeStore {
     /// step must move, a repaired sub-agent file as much as the main file.
     /// Each copy is compared with the bytes of its original it was written
     /// from ([`Store::load`]'s snapshot): by size, then byte by byte when
-    /// the sizes agree. The main file alone when none differs.
+    /// the sizes agree. The main file alone when none differs, or when it is
+    /// the session's only file.
     fn changed_files(&self, dest: &Path) -> Vec<(PathBuf, PathBuf)> {
         let files = self.files();
+        // A session of one file (the usual case, and a huge transcript's):
+        // nothing to compare, nor to read again.
+        if files.len() == 1 {
+            return vec![(self.main.clone(), dest.to_path_buf())];
+        }
         let lens: Vec<Option<u64>> = match self.snapshot.get() {
             Some(l) => l.iter().copied().map(Some).collect(),
             None => files
