@@ -169,6 +169,18 @@ pub fn sh(path: &Path) -> String {
     shell_words::quote(&path.display().to_string()).into_owned()
 }
 
+/// The files named `names` that exist in the folder `home`, each quoted
+/// for the shell ([`sh`]): the settings a copy's agent home needs, for a
+/// `cp` step that cannot fail on a missing one.
+pub fn existing_files(home: &Path, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .map(|n| home.join(n))
+        .filter(|f| f.is_file())
+        .map(|f| sh(&f))
+        .collect()
+}
+
 /// The first of `sessions`, or a placeholder for "pick one".
 pub fn first_or(sessions: &[String], placeholder: &str) -> String {
     sessions

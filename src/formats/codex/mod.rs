@@ -272,12 +272,7 @@ impl CodexStore {
             ));
         };
         let src_home = crate::fsx::absolute(&src_home);
-        let files: Vec<String> = ["config.toml", "auth.json"]
-            .iter()
-            .map(|n| src_home.join(n))
-            .filter(|f| f.is_file())
-            .map(|f| sh(&f))
-            .collect();
+        let files = crate::formats::existing_files(&src_home, &["config.toml", "auth.json"]);
         if files.is_empty() {
             put(format!(
                 "{}, the Codex home the rollout is in, holds neither",
