@@ -188,7 +188,7 @@ impl HermesStore {
         use crate::formats::sh;
         let src = crate::fsx::absolute(&self.path);
         let src_home = src.parent().unwrap_or(Path::new("/"));
-        let files = crate::formats::existing_files(&src_home, &["config.yaml", ".env"]);
+        let files = crate::formats::existing_files(src_home, &["config.yaml", ".env"]);
         if files.is_empty() {
             format!(
                 "put config.yaml and .env from the hermes home you use into {}/ (the copy's hermes home needs your settings and keys; {}, the folder of {}, holds neither)",
