@@ -181,12 +181,13 @@ pub fn existing_files(home: &Path, names: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// The first of `sessions`, or a placeholder for "pick one".
-pub fn first_or(sessions: &[String], placeholder: &str) -> String {
-    sessions
-        .first()
-        .cloned()
-        .unwrap_or_else(|| placeholder.to_string())
+/// A session id for a printed step: `id` quoted for the shell (as remedy
+/// commands quote it), or the placeholder `<session id>` when there is none.
+pub fn step_id(id: Option<&str>) -> String {
+    id.map_or_else(
+        || "<session id>".to_string(),
+        |id| shell_words::quote(id).into_owned(),
+    )
 }
 
 /// Permission bits for a copy of `src`: the original's, plus owner read and

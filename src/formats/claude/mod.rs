@@ -553,10 +553,7 @@ impl Copier for ClaudeStore {
     /// The id is quoted for the shell (as remedy commands quote it).
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
         use crate::formats::sh;
-        let id = sessions.first().map_or_else(
-            || "<session id>".to_string(),
-            |id| shell_words::quote(id).into_owned(),
-        );
+        let id = crate::formats::step_id(sessions.first().map(String::as_str));
         // dest = <out>/projects/<cwd>/<id>.jsonl when laid out as Claude reads it.
         let home = dest
             .parent()

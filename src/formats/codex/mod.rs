@@ -418,10 +418,10 @@ impl Copier for CodexStore {
     /// positional argument, which would otherwise read as a flag).
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
         use crate::formats::sh;
-        let id = match sessions.first() {
-            Some(id) if id.starts_with('-') => format!("-- {}", shell_words::quote(id)),
-            Some(id) => shell_words::quote(id).into_owned(),
-            None => "<session id>".to_string(),
+        let first = sessions.first().map(String::as_str);
+        let id = match first {
+            Some(id) if id.starts_with('-') => format!("-- {}", crate::formats::step_id(first)),
+            _ => crate::formats::step_id(first),
         };
         let rel = self.copy_path();
         let mut home = Some(dest);

@@ -1144,10 +1144,7 @@ impl Copier for DaStore {
     /// The id is quoted for the shell (as remedy commands quote it).
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
         use crate::formats::sh;
-        let id = sessions.first().map_or_else(
-            || "<session id>".to_string(),
-            |id| shell_words::quote(id).into_owned(),
-        );
+        let id = crate::formats::step_id(sessions.first().map(String::as_str));
         vec![
             format!(
                 "docker agent run <agent.yaml> --session-db {}   # then open session {id} from its session list",

@@ -384,10 +384,7 @@ impl Copier for HermesStore {
     /// commands quote it).
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
         use crate::formats::sh;
-        let id = held_session(dest, sessions).map_or_else(
-            || "<session id>".to_string(),
-            |id| shell_words::quote(&id).into_owned(),
-        );
+        let id = crate::formats::step_id(held_session(dest, sessions).as_deref());
         let home = dest.parent().unwrap_or(Path::new("."));
         let mut v = Vec::new();
         if dest.file_name().is_some_and(|n| n != "state.db") {

@@ -123,9 +123,7 @@ pub(crate) fn next_steps(
         format!(
             "XDG_DATA_HOME={} {bin} -s {}   # a data folder of its own: copy auth.json from your {dir} data folder into it to keep provider logins",
             sh(&data),
-            sessions
-                .first()
-                .map_or_else(|| "<session id>".to_string(), |id| shell_words::quote(id).into_owned())
+            crate::formats::step_id(sessions.first().map(String::as_str))
         ),
         format!(
             "or, with {bin} closed, move the original {}{} aside and put the copy in its place",
