@@ -253,11 +253,12 @@ impl Default for Settings {
 
 impl Settings {
     /// The settings of `j`: its config file (found as [`find`] says) read,
-    /// then its flags merged over it.
+    /// then its flags merged over it. An error is about the config file
+    /// ([`crate::error::About`]).
     pub fn resolve(j: &Judging) -> Result<Settings> {
         let file = find(j.config.config.as_deref(), j.config.no_config);
         let config = match &file {
-            Some(p) => load(p)?,
+            Some(p) => load(p).map_err(|e| crate::error::About::wrap(p, e))?,
             None => Config::default(),
         };
         Ok(Settings::merge(j, config, file))

@@ -79,11 +79,53 @@ pub fn chain(e: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
+/// An error that stops a run and is about one path (a config file that
+/// cannot be used, an output folder refused): shown as the error it wraps
+/// ([`chain`]), the path kept for the `path` of the error entry machine
+/// formats print ([`Problems::stopped`]).
+#[derive(Debug)]
+pub struct About {
+    pub path: PathBuf,
+    pub error: anyhow::Error,
+}
+
+impl About {
+    /// `error`, about `path`.
+    pub fn wrap(path: &Path, error: anyhow::Error) -> anyhow::Error {
+        anyhow::Error::new(About {
+            path: path.to_path_buf(),
+            error,
+        })
+    }
+
+    /// The path the first [`About`] in `e`'s chain names.
+    pub fn path_of(e: &anyhow::Error) -> Option<&Path> {
+        e.chain()
+            .find_map(|c| c.downcast_ref::<About>())
+            .map(|a| a.path.as_path())
+    }
+}
+
+impl std::fmt::Display for About {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&chain(&self.error))
+    }
+}
+
+/// No source: the wrapped chain is already in the message.
+impl std::error::Error for About {}
+
 /// Errors and warnings gathered during a run.
 #[derive(Debug, Default, Clone)]
 pub struct Problems {
     pub errors: Vec<InputError>,
     pub warnings: Vec<InputError>,
+    /// The error that stopped the run before its report was made (exit 2),
+    /// for the machine formats' document: JSON lists it after `errors`.
+    /// Its `path` is the one the error is about ([`About`]), else empty; its
+    /// `reason` the whole message, as on stderr (the path not taken out).
+    /// The table leaves it to that one line on stderr.
+    pub stopped: Option<InputError>,
 }
 
 impl Problems {

@@ -868,3 +868,190 @@ fn an_unreadable_input_exits_2_and_is_reported_in_every_format() {
         }
     }
 }
+
+/// A run that stops on an error after its arguments were parsed (an
+/// unknown `--session`, `inspect` of several sessions, a refused `--out`, a
+/// bad config file, no input at all) printed nothing on stdout, while the
+/// README promises one JSON document with an `"errors"` array. Now every
+/// machine format prints its whole document, the command's own with
+/// nothing in it and the error in it (JSON: last entry of `errors`, `path`
+/// the file it is about or ""); the table prints nothing on stdout; the
+/// message is on stderr once in every format, the exit code 2, and the
+/// inputs and the output folder are untouched.
+#[test]
+fn a_run_that_stops_on_an_error_prints_one_whole_document() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("in");
+    copy_dir(&fixtures().join("opencode"), &root);
+    // A store that cannot be read, given beside the readable ones.
+    let bad = t.path().join("broken.db");
+    std::fs::write(&bad, b"not a database").unwrap();
+    let cfg = t.path().join("bad.toml");
+    std::fs::write(&cfg, "max-request-bytes = 3\n").unwrap();
+    let r = root.display().to_string();
+    let inside = root.join("out").display().to_string();
+    let (b, c) = (bad.display().to_string(), cfg.display().to_string());
+    let before = snapshot(t.path());
+    let listing = |p: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let listed = listing(&root);
+    // (document kind, args, what the reason says, the path of the entry,
+    // how many earlier errors come before it)
+    let cases: Vec<(&str, Vec<&str>, &str, &str, usize)> = vec![
+        (
+            "check",
+            vec!["check", "--session", "ses_nope", &r, &b],
+            "session ses_nope not found",
+            "",
+            1,
+        ),
+        (
+            "inspect",
+            vec!["inspect", &r, &b],
+            "sessions found; pass --session",
+            "",
+            1,
+        ),
+        (
+            "repair",
+            vec!["repair", "--dry-run", &r, &b, "--out", &inside],
+            "refusing --out",
+            &inside,
+            1,
+        ),
+        (
+            "compact_batch",
+            vec![
+                "compact",
+                "--session",
+                COMPACT_ID,
+                "--dry-run",
+                &r,
+                &b,
+                "--out",
+                &inside,
+            ],
+            "refusing --out",
+            &inside,
+            1,
+        ),
+        (
+            "list",
+            vec!["list", "--config", &c, &r],
+            "unknown field `max-request-bytes`",
+            &c,
+            0,
+        ),
+        (
+            "list",
+            vec!["list"],
+            "no PATH given and no data dir found",
+            "",
+            0,
+        ),
+        (
+            "check",
+            vec!["check", "--session", "ses_nope", &b],
+            "session ses_nope not found",
+            "",
+            1,
+        ),
+    ];
+    for (kind, args, says, path, earlier) in cases {
+        for format in FORMATS {
+            let all = [args.as_slice(), &["--format", format]].concat();
+            let (code, out, err) = run(&all);
+            assert_eq!(code, 2, "{all:?}: {err}");
+            assert_eq!(
+                err.matches("session-doctor: error: ").count(),
+                1,
+                "{all:?}: the message once on stderr: {err}"
+            );
+            assert!(err.contains(says), "{all:?}: {err}");
+            match *format {
+                "table" => assert_eq!(out, "", "{all:?}: the table prints nothing"),
+                "json" => {
+                    let doc = parse(&out, &format!("{all:?}"));
+                    assert_valid(kind, &doc);
+                    assert_eq!(doc["schema_version"], 1);
+                    let errors = doc["errors"].as_array().unwrap();
+                    assert_eq!(errors.len(), earlier + 1, "{all:?}: {errors:#?}");
+                    let last = &errors[earlier];
+                    assert_eq!(last["path"], path, "{all:?}");
+                    let reason = last["reason"].as_str().unwrap();
+                    assert!(reason.contains(says), "{all:?}: {reason}");
+                    assert!(
+                        err.contains(reason),
+                        "{all:?}: the reason is the stderr message: {err}"
+                    );
+                    if earlier == 1 {
+                        assert_eq!(errors[0]["path"], b.as_str(), "{all:?}");
+                    }
+                    if kind == "repair" || kind == "compact_batch" {
+                        assert_eq!(doc["dry_run"], true, "{all:?}");
+                    }
+                }
+                "sarif" => {
+                    let log = parse(&out, &format!("{all:?}"));
+                    let errs = sarif_errors(&sarif_validator(), &log);
+                    assert!(errs.is_empty(), "{all:?}: invalid SARIF: {errs:#?}");
+                    let inv = &log["runs"][0]["invocations"][0];
+                    assert_eq!(inv["executionSuccessful"], false);
+                    let notes = inv["toolExecutionNotifications"].as_array().unwrap();
+                    let last = notes.last().unwrap();
+                    assert_eq!(last["level"], "error");
+                    assert!(
+                        last["message"]["text"].as_str().unwrap().contains(says),
+                        "{all:?}: {last}"
+                    );
+                }
+                "github" => {
+                    let lines: Vec<&str> = out.lines().collect();
+                    let (summary, commands) = lines.split_last().expect("lines");
+                    assert!(summary.starts_with(&format!("session-doctor {}:", args[0])));
+                    assert!(commands.iter().all(|l| is_workflow_command(l)), "{out}");
+                    assert!(
+                        commands
+                            .iter()
+                            .any(|l| l.starts_with("::error") && l.contains(says)),
+                        "{all:?}: {out}"
+                    );
+                }
+                "markdown" => {
+                    assert!(
+                        out.starts_with(&format!("## session-doctor {}\n", args[0])),
+                        "{out}"
+                    );
+                    assert!(out.contains(says), "{all:?}: {out}");
+                }
+                _ => unreachable!(),
+            }
+        }
+    }
+    // `dry_run` is the flag's, also when no session is listed (it was
+    // taken from the first session's report, so false then).
+    let plain = root.join("plain").display().to_string();
+    let o = t.path().join("o").display().to_string();
+    let (code, out, err) = run(&[
+        "compact",
+        "--dry-run",
+        &plain,
+        "--out",
+        &o,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let doc = parse(&out, "compact --dry-run");
+    assert_valid("compact_batch", &doc);
+    assert_eq!(doc["sessions"], json!([]));
+    assert_eq!(doc["dry_run"], true);
+    assert_eq!(snapshot(t.path()), before, "an input was touched");
+    assert_eq!(listing(&root), listed, "no output folder was made");
+}

@@ -1,7 +1,7 @@
 //! `check`: findings per session; exit 1 when one reaches `--fail-on`.
 
 use super::pipeline::{Engine, Loaded};
-use super::{emit, finish};
+use super::{emit, finish, stopped};
 use crate::cli::CheckArgs;
 use crate::exit_codes::{FINDINGS, HEALTHY};
 use crate::report::{exporter, rows};
@@ -11,7 +11,9 @@ use std::process::ExitCode;
 pub fn run(a: &CheckArgs) -> Result<ExitCode> {
     let settings = a.judging.settings()?;
     let mut e = Engine::open(&a.common, settings.clone())?;
-    let items = e.items(a.session.as_deref())?;
+    let items = e
+        .items(a.session.as_deref())
+        .map_err(|x| stopped(x, &mut e.problems))?;
     let sessions: Vec<_> = e
         .map(&items, |store, l| {
             let Loaded {

@@ -10,7 +10,7 @@
 
 use super::copies::{self, CopyPlan};
 use super::pipeline::{Engine, Loaded};
-use super::{emit, emit_with, finish};
+use super::{emit, emit_with, finish, stopped};
 use crate::cli::CompactArgs;
 use crate::diagnose::{Finding, Fix, Severity};
 use crate::edit::{Edit, StoredChange};
@@ -18,7 +18,7 @@ use crate::exit_codes::{FINDINGS, HEALTHY};
 use crate::formats::Store;
 use crate::report::{exporter, CompactReport};
 use crate::treat::compact::{Goals, Target};
-use anyhow::{bail, Result};
+use anyhow::{anyhow, Result};
 use std::process::ExitCode;
 
 /// One session's plan.
@@ -125,9 +125,11 @@ pub(crate) fn plan_session(
 pub fn run(a: &CompactArgs) -> Result<ExitCode> {
     let mut e = Engine::open(&a.common, a.judging.settings()?)?;
     let single = a.session.is_some();
-    let items = e.items(a.session.as_deref())?;
+    let items = e
+        .items(a.session.as_deref())
+        .map_err(|x| stopped(x, &mut e.problems))?;
     if single && items.len() > 1 {
-        bail!(
+        let err = anyhow!(
             "session {} is in {} stores ({}); pass the one store to compact",
             a.session.as_deref().unwrap_or_default(),
             items.len(),
@@ -137,13 +139,15 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        return Err(stopped(err, &mut e.problems));
     }
     // A dangerous --out is refused before anything is read, even when
     // nothing turns out to need a change.
-    let (guard, out_dir) = copies::guard_out(&e, &a.out)?;
+    let (guard, out_dir) =
+        copies::guard_out(&e, &a.out).map_err(|x| stopped(x, &mut e.problems))?;
     if single {
         let only: Vec<usize> = items.iter().map(|it| it.store).collect();
-        copies::place(&e, &only, &out_dir, &guard)?;
+        copies::place(&e, &only, &out_dir, &guard).map_err(|x| stopped(x, &mut e.problems))?;
     }
     let results = e.map(&items, |store, l| -> Option<Result<Planned>> {
         if !single && !wants_compact(&l.findings) {
@@ -170,12 +174,14 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
     }
     if single && planned.is_empty() {
         e.progress.finish();
-        let p = std::mem::take(&mut e.problems);
-        super::report_problems(a.common.format, &p);
-        bail!(
+        // The table says why on stderr; machine formats carry it in their
+        // document, with the error.
+        super::report_problems(a.common.format, &e.problems);
+        let err = anyhow!(
             "session {} could not be read",
             a.session.as_deref().unwrap_or_default()
         );
+        return Err(stopped(err, &mut e.problems));
     }
     // One copy per store, holding the edits of all its sessions that fit
     // and have something to change.
@@ -191,7 +197,8 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
     if stores.is_empty() {
         problems = std::mem::take(&mut e.problems);
     } else {
-        let placed = copies::place(&e, &stores, &out_dir, &guard)?;
+        let placed = copies::place(&e, &stores, &out_dir, &guard)
+            .map_err(|x| stopped(x, &mut e.problems))?;
         // The edits move into the copies' plans (a huge session's cut is
         // hundreds of thousands of edits: not kept twice).
         let plans: Vec<CopyPlan> = placed
@@ -255,7 +262,12 @@ pub fn run(a: &CompactArgs) -> Result<ExitCode> {
         if reports.is_empty() && !none_read && a.common.format == crate::cli::OutputFormat::Table {
             eprintln!("session-doctor: no session has a finding compact fixes; nothing written");
         }
-        emit(exporter(a.common.format).compact_batch(&reports, &copies_rows, &problems))?;
+        emit(exporter(a.common.format).compact_batch(
+            a.dry_run,
+            &reports,
+            &copies_rows,
+            &problems,
+        ))?;
     }
     Ok(finish(
         a.common.format,

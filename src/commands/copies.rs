@@ -5,9 +5,9 @@
 use super::out;
 use super::pipeline::Engine;
 use crate::edit::Edit;
-use crate::error::{InputError, Problems};
+use crate::error::{About, InputError, Problems};
 use crate::report::CopyRow;
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -36,11 +36,11 @@ pub struct CopyPlan {
 }
 
 /// The guard over every store read and the resolved output folder; a
-/// refusal is an error (exit 2) before anything is written.
+/// refusal is an error (exit 2) before anything is written, about `out`.
 pub fn guard_out(e: &Engine, out: &Path) -> Result<(out::Guard, PathBuf)> {
     let all: Vec<&dyn crate::formats::Store> = e.stores.iter().map(|s| s.as_ref()).collect();
     let guard = out::Guard::new(&e.inputs, &all);
-    let out_dir = guard.check_out_dir(out)?;
+    let out_dir = guard.check_out_dir(out).map_err(|x| About::wrap(out, x))?;
     Ok((guard, out_dir))
 }
 
@@ -48,7 +48,8 @@ pub fn guard_out(e: &Engine, out: &Path) -> Result<(out::Guard, PathBuf)> {
 /// for one store; for several, each under its copy base's place relative to
 /// the bases' common folder. Every path a copy writes is checked by `guard`
 /// first: any collision with a source, or two copies on one path, refuses
-/// the whole run before anything is written. Returns `(store, dest)`.
+/// the whole run before anything is written (an error about the path that
+/// would have been written). Returns `(store, dest)`.
 pub fn place(
     e: &Engine,
     selected: &[usize],
@@ -75,14 +76,17 @@ pub fn place(
         };
         let dest = out_dir.join(&rel);
         for t in c.copy_targets(&dest) {
-            guard.check_dest(&t)?;
+            guard.check_dest(&t).map_err(|x| About::wrap(&t, x))?;
             if let Some(other) = taken.get(&t) {
-                bail!(
-                    "the copies of {} and {} would both be written to {}",
-                    other.display(),
-                    store.path().display(),
-                    t.display()
-                );
+                return Err(About::wrap(
+                    &t,
+                    anyhow!(
+                        "the copies of {} and {} would both be written to {}",
+                        other.display(),
+                        store.path().display(),
+                        t.display()
+                    ),
+                ));
             }
             taken.insert(t, store.path().to_path_buf());
         }

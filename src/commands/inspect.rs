@@ -1,7 +1,7 @@
 //! `inspect`: one row per message of a session.
 
 use super::pipeline::Engine;
-use super::{emit_with, finish};
+use super::{emit_with, finish, stopped};
 use crate::cli::InspectArgs;
 use crate::exit_codes::HEALTHY;
 use crate::report::{exporter, rows};
@@ -10,10 +10,12 @@ use std::process::ExitCode;
 
 pub fn run(a: &InspectArgs) -> Result<ExitCode> {
     let mut e = Engine::open(&a.common, Default::default())?;
-    let items = e.items(a.session.as_deref())?;
+    let items = e
+        .items(a.session.as_deref())
+        .map_err(|x| stopped(x, &mut e.problems))?;
     if a.session.is_none() && items.len() > 1 {
         e.progress.finish();
-        anyhow::bail!(
+        let err = anyhow::anyhow!(
             "{} sessions found; pass --session ID (an id or a unique prefix): {}",
             items.len(),
             items
@@ -23,6 +25,7 @@ pub fn run(a: &InspectArgs) -> Result<ExitCode> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        return Err(stopped(err, &mut e.problems));
     }
     let sessions: Vec<_> = e
         .map(&items, |_, l| rows::inspect_session(l.session, a.top))

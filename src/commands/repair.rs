@@ -2,7 +2,7 @@
 
 use super::copies::{self, CopyPlan};
 use super::pipeline::Engine;
-use super::{emit, finish};
+use super::{emit, finish, stopped};
 use crate::cli::RepairArgs;
 use crate::exit_codes::HEALTHY;
 use crate::report::{exporter, RepairReport};
@@ -11,7 +11,9 @@ use std::process::ExitCode;
 
 pub fn run(a: &RepairArgs) -> Result<ExitCode> {
     let mut e = Engine::open(&a.common, Default::default())?;
-    let items = e.items(a.session.as_deref())?;
+    let items = e
+        .items(a.session.as_deref())
+        .map_err(|x| stopped(x, &mut e.problems))?;
     // Each session's edits and how they look in storage; the session is
     // dropped once its plan is made.
     let plans = e.map(&items, |store, l| {
@@ -30,8 +32,10 @@ pub fn run(a: &RepairArgs) -> Result<ExitCode> {
     let failed: rustc_hash::FxHashSet<std::path::PathBuf> =
         e.problems.errors.iter().map(|x| x.path.clone()).collect();
     selected.retain(|&i| !failed.contains(e.stores[i].path()));
-    let (guard, out_dir) = copies::guard_out(&e, &a.out)?;
-    let placed = copies::place(&e, &selected, &out_dir, &guard)?;
+    let (guard, out_dir) =
+        copies::guard_out(&e, &a.out).map_err(|x| stopped(x, &mut e.problems))?;
+    let placed =
+        copies::place(&e, &selected, &out_dir, &guard).map_err(|x| stopped(x, &mut e.problems))?;
     let mut report = RepairReport {
         dry_run: a.dry_run,
         changes: Vec::new(),

@@ -5,7 +5,9 @@
 //! for info findings); `line` only where the finding has one (JSONL stores),
 //! while database findings name their row or message id in the title and the
 //! message. Every input that could not be read is an `::error file=PATH::`
-//! line, every skipped one a `::warning`. The other commands print a
+//! line, every skipped one a `::warning`, and an error that stopped the run
+//! an `::error title=session-doctor stopped::` line (with `file` when it is
+//! about one path), the summary then saying `stopped by an error`. The other commands print a
 //! `::notice` per session with findings (`list`) or per copy
 //! (`repair`, `compact`). The last line is always a plain summary starting
 //! with `session-doctor <command>:`.
@@ -57,27 +59,45 @@ fn level(s: Severity) -> &'static str {
     }
 }
 
-/// Errors and warnings about inputs, one line each.
+/// Errors and warnings about inputs, one line each, then the error that
+/// stopped the run (no `file` when it is about no one path).
 fn problems_lines(out: &mut String, p: &Problems) {
-    for (lvl, title, list) in [
-        ("error", "cannot read input", &p.errors),
-        ("warning", "input skipped", &p.warnings),
-    ] {
-        for e in list {
-            out.push_str(&command(
-                lvl,
-                &[
-                    ("file", e.path.display().to_string()),
-                    ("title", title.to_string()),
-                ],
-                &format!("{}: {}", e.path.display(), e.reason),
-            ));
-        }
+    // The stopping error's reason is its whole message (the path in it).
+    let stopped = p
+        .stopped
+        .iter()
+        .map(|e| ("error", "session-doctor stopped", e, e.reason.clone()));
+    for (lvl, title, e, message) in p
+        .errors
+        .iter()
+        .map(|e| ("error", "cannot read input", e, e.to_string()))
+        .chain(
+            p.warnings
+                .iter()
+                .map(|e| ("warning", "input skipped", e, e.to_string())),
+        )
+        .chain(stopped)
+    {
+        out.push_str(&command(
+            lvl,
+            &[
+                ("file", e.path.display().to_string()),
+                ("title", title.to_string()),
+            ],
+            &message,
+        ));
     }
 }
 
-/// The closing plain line.
+/// The closing plain line; for a run stopped by an error, that it stopped.
 fn summary(out: &mut String, command: &str, body: String, p: &Problems) {
+    if p.stopped.is_some() {
+        out.push_str(&format!(
+            "session-doctor {command}: stopped by an error; {} unreadable input(s)\n",
+            p.errors.len()
+        ));
+        return;
+    }
     out.push_str(&format!(
         "session-doctor {command}: {body}; {} unreadable input(s)\n",
         p.errors.len()
@@ -273,6 +293,7 @@ impl Exporter for GithubExporter {
 
     fn compact_batch(
         &self,
+        dry_run: bool,
         sessions: &[CompactReport],
         copies: &[CopyRow],
         problems: &Problems,
@@ -296,7 +317,6 @@ impl Exporter for GithubExporter {
                 ),
             ));
         }
-        let dry_run = sessions.first().is_some_and(|s| s.dry_run);
         copy_lines(&mut out, copies, dry_run);
         let t = CopyTotals::compact(sessions, copies, false);
         summary(

@@ -2,7 +2,8 @@
 //! `"schema_version": 1` and `"tool": {"name", "version"}`, and ends with
 //! `"totals"` (sums over the document, see [`ListTotals`], [`InspectTotals`],
 //! [`CheckTotals`], [`CopyTotals`]), `"errors"` and `"warnings"` (arrays of
-//! `{"path", "reason"}`). The shape of each document kind is
+//! `{"path", "reason"}`; a run stopped by an error has it last in `"errors"`,
+//! in the command's document with nothing else in it). The shape of each document kind is
 //! `schema/session-doctor.schema.json`.
 
 use super::*;
@@ -23,8 +24,18 @@ struct Doc<'a, B, T> {
     #[serde(flatten)]
     body: B,
     totals: T,
-    errors: &'a [InputError],
+    errors: Errors<'a>,
     warnings: &'a [InputError],
+}
+
+/// `"errors"`: the paths that could not be read or written, then the error
+/// that stopped the run, if one did ([`Problems::stopped`]).
+struct Errors<'a>(&'a Problems);
+
+impl Serialize for Errors<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.errors.iter().chain(&self.0.stopped))
+    }
 }
 
 /// The body of the documents whose payload is one array of sessions.
@@ -67,7 +78,7 @@ fn write_doc(
         tool: TOOL,
         body,
         totals,
-        errors: &problems.errors,
+        errors: Errors(problems),
         warnings: &problems.warnings,
     };
     let mut w = std::io::BufWriter::with_capacity(1 << 20, out);
@@ -123,12 +134,13 @@ impl Exporter for JsonExporter {
 
     fn compact_batch(
         &self,
+        dry_run: bool,
         sessions: &[CompactReport],
         copies: &[CopyRow],
         problems: &Problems,
     ) -> String {
         let body = CompactBatch {
-            dry_run: sessions.first().is_some_and(|s| s.dry_run),
+            dry_run,
             sessions,
             copies,
         };

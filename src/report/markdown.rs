@@ -4,7 +4,9 @@
 //! (a space inside code spans), and Markdown punctuation outside code spans
 //! with a backslash, so stored text cannot break the table or inject markup.
 //! Inputs that could not be read are listed at the end (this format carries
-//! them: nothing is printed on stderr for it).
+//! them: nothing is printed on stderr for it). A run stopped by an error
+//! prints the heading, the error's message in a fenced block, and those
+//! inputs ([`Exporter::stopped`]).
 
 use super::*;
 use crate::diagnose::{Location, Severity};
@@ -261,6 +263,29 @@ fn changes_table(out: &mut String, changes: &[StoredChange]) {
 }
 
 impl Exporter for MarkdownExporter {
+    /// The heading, the message of the error that stopped the run verbatim
+    /// in a fenced block (longer than any run of backticks in it), then the
+    /// inputs that could not be read: no summary of sessions that were not
+    /// reported.
+    fn stopped(&self, command: DocKind, _dry_run: bool, problems: &Problems) -> String {
+        let mut out = format!("## session-doctor {}\n\n", command.name());
+        if let Some(e) = &problems.stopped {
+            let longest = e
+                .reason
+                .split(|c| c != '`')
+                .map(str::len)
+                .max()
+                .unwrap_or(0);
+            let fence = "`".repeat(longest.max(2) + 1);
+            out.push_str(&format!(
+                "**Stopped by an error** (exit 2):\n\n{fence}text\n{}\n{fence}\n\n",
+                e.reason
+            ));
+        }
+        problems_block(&mut out, problems);
+        out
+    }
+
     fn list(&self, rows: &[ListRow], problems: &Problems) -> String {
         let t = ListTotals::of(rows);
         let mut out = String::from("## session-doctor list\n\n");
@@ -520,6 +545,7 @@ impl Exporter for MarkdownExporter {
 
     fn compact_batch(
         &self,
+        dry_run: bool,
         sessions: &[CompactReport],
         copies: &[CopyRow],
         problems: &Problems,
@@ -528,7 +554,7 @@ impl Exporter for MarkdownExporter {
         let mut out = String::from("## session-doctor compact\n\n");
         out.push_str(&format!(
             "{}{} with a finding compact fixes ({} not reachable); {} of {} written, {}{}\n\n",
-            if sessions.first().is_some_and(|s| s.dry_run) {
+            if dry_run {
                 "Dry run (nothing written): "
             } else {
                 ""

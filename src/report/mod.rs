@@ -260,13 +260,60 @@ pub trait Exporter {
     ) -> std::io::Result<()> {
         out.write_all(self.compact(report, problems).as_bytes())
     }
-    /// `compact` without `--session`: one row per session, and the copies.
+    /// `compact` without `--session`: one row per session, and the copies
+    /// (`dry_run`: `--dry-run` was given, whether or not a session is listed).
     fn compact_batch(
         &self,
+        dry_run: bool,
         sessions: &[CompactReport],
         copies: &[CopyRow],
         problems: &Problems,
     ) -> String;
+    /// The document of a run of `command` that stopped on an error
+    /// (`problems.stopped`) before its report was made: the command's own
+    /// document with nothing in it (`compact`'s is the one without
+    /// `--session`, whose fields do not depend on a session), so a reader of
+    /// that format gets one whole document with the error in it. Not used
+    /// for the table, which prints nothing on stdout then.
+    fn stopped(&self, command: DocKind, dry_run: bool, problems: &Problems) -> String {
+        match command {
+            DocKind::List => self.list(&[], problems),
+            DocKind::Inspect => self.inspect(&[], problems),
+            DocKind::Check => self.check(&[], problems),
+            DocKind::Repair => self.repair(
+                &RepairReport {
+                    dry_run,
+                    changes: Vec::new(),
+                    copies: Vec::new(),
+                },
+                problems,
+            ),
+            DocKind::Compact => self.compact_batch(dry_run, &[], &[], problems),
+        }
+    }
+}
+
+/// The command a document reports on, for [`Exporter::stopped`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocKind {
+    List,
+    Inspect,
+    Check,
+    Repair,
+    Compact,
+}
+
+impl DocKind {
+    /// The command's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DocKind::List => "list",
+            DocKind::Inspect => "inspect",
+            DocKind::Check => "check",
+            DocKind::Repair => "repair",
+            DocKind::Compact => "compact",
+        }
+    }
 }
 
 /// The exporter for `format`.

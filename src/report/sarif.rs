@@ -11,8 +11,11 @@
 //!   the session and the message, and a property bag with the finding's
 //!   figures, remedy and remedy command.
 //! - `invocations[0]`: `executionSuccessful` is false when an input could
-//!   not be read; each such input is a `toolExecutionNotifications` entry
-//!   (level `error`; skipped inputs `warning`).
+//!   not be read or the run stopped on an error; each such input is a
+//!   `toolExecutionNotifications` entry (level `error`; skipped inputs
+//!   `warning`), and so is the error that stopped the run (`run-stopped`,
+//!   with no location when it is about no one path; the log is then the
+//!   command's with no results and zero totals).
 //! - `properties.totals`: the same totals as the JSON document; `repair` and
 //!   `compact` also carry their copies there. Their findings are those of
 //!   `check`, so they report no results.
@@ -191,28 +194,42 @@ fn results(sessions: &[CheckSession]) -> Vec<Value> {
 }
 
 /// `invocations`: whether every input was read, and a notification per
-/// input that was not (or was skipped).
+/// input that was not (or was skipped), then one for the error that stopped
+/// the run (`run-stopped`; no location when it is about no one path).
 fn invocations(p: &Problems) -> Value {
     let mut notes = Vec::new();
-    for (lvl, id, list) in [
-        ("error", "unreadable-input", &p.errors),
-        ("warning", "skipped-input", &p.warnings),
-    ] {
-        for e in list {
-            notes.push(json!({
-                "level": lvl,
-                "descriptor": {"id": id},
-                "message": {"text": format!("{}: {}", e.path.display(), e.reason)},
-                "locations": [{
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": uri(&e.path.display().to_string())}
-                    }
-                }],
-            }));
+    // The stopping error's reason is its whole message (the path in it).
+    let stopped = p
+        .stopped
+        .iter()
+        .map(|e| ("error", "run-stopped", e, e.reason.clone()));
+    for (lvl, id, e, text) in p
+        .errors
+        .iter()
+        .map(|e| ("error", "unreadable-input", e, e.to_string()))
+        .chain(
+            p.warnings
+                .iter()
+                .map(|e| ("warning", "skipped-input", e, e.to_string())),
+        )
+        .chain(stopped)
+    {
+        let mut note = json!({
+            "level": lvl,
+            "descriptor": {"id": id},
+            "message": {"text": text},
+        });
+        if !e.path.as_os_str().is_empty() {
+            note["locations"] = json!([{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": uri(&e.path.display().to_string())}
+                }
+            }]);
         }
+        notes.push(note);
     }
     json!([{
-        "executionSuccessful": p.errors.is_empty(),
+        "executionSuccessful": p.errors.is_empty() && p.stopped.is_none(),
         "toolExecutionNotifications": notes,
     }])
 }
@@ -307,6 +324,7 @@ impl Exporter for SarifExporter {
 
     fn compact_batch(
         &self,
+        dry_run: bool,
         sessions: &[CompactReport],
         copies: &[CopyRow],
         problems: &Problems,
@@ -316,7 +334,7 @@ impl Exporter for SarifExporter {
             Vec::new(),
             json!({
                 "totals": CopyTotals::compact(sessions, copies, false),
-                "dry_run": sessions.first().is_some_and(|s| s.dry_run),
+                "dry_run": dry_run,
                 "copies": value(copies),
             }),
             problems,

@@ -1587,6 +1587,7 @@ impl Exporter for TableExporter {
 
     fn compact_batch(
         &self,
+        _dry_run: bool,
         sessions: &[CompactReport],
         copies: &[CopyRow],
         problems: &Problems,
