@@ -956,6 +956,12 @@ pub struct Session {
     /// Where the session sits among sessions that continue one another,
     /// when the agent links sessions (hermes-agent `parent_session_id`).
     pub lineage: Option<Box<Lineage>>,
+    /// The folder the agent worked in when the session started, as stored,
+    /// for formats that find a session to resume by it (Claude Code: the
+    /// `cwd` of the main file's first message line that has one; its next
+    /// steps `cd` there). `None` when the session stores none or its
+    /// format does not read it.
+    pub project_dir: Option<PathBuf>,
 }
 
 /// A huge session's messages are freed on every worker of the pool it is
@@ -1043,6 +1049,7 @@ impl Session {
             stored_limits: None,
             session_usage: Usage::default(),
             lineage: None,
+            project_dir: None,
         }
     }
 

@@ -1140,3 +1140,144 @@ fn the_put_in_place_step_moves_a_repaired_sub_agent_file_too() {
     }
     assert_eq!(torn(&cfg), Vec::<Value>::new(), "{steps:?}");
 }
+
+/// A stand-in for `claude` on PATH that finds a session as Claude Code
+/// does: `--resume ID` reads `$CLAUDE_CONFIG_DIR/projects/<cwd>/ID.jsonl`,
+/// `<cwd>` the folder it runs in with every character but a letter or a
+/// digit replaced by `-`. Returns the folder holding it.
+fn fake_claude(root: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let claude = bin.join("claude");
+    std::fs::write(
+        &claude,
+        r#"#!/bin/sh
+[ "$1" = "--resume" ] || { echo "usage: claude --resume ID" >&2; exit 64; }
+enc=$(pwd -P | sed 's/[^A-Za-z0-9]/-/g')
+f="$CLAUDE_CONFIG_DIR/projects/$enc/$2.jsonl"
+[ -f "$f" ] || { echo "No conversation found with session ID: $2 ($f)" >&2; exit 1; }
+echo "resumed $f"
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// The next steps of the one copy of a `repair --format json` document.
+fn copy_steps(doc: &Value) -> Vec<String> {
+    doc["copies"][0]["next_steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The Claude Code resume step said `cd <the session's project folder> &&
+/// CLAUDE_CONFIG_DIR=… claude --resume ID`: a placeholder (a shell syntax
+/// error as printed), although every transcript line stores its `cwd`.
+/// Now, when the stored cwd encodes to the folder the transcript is in (as
+/// Claude Code looks a session up), the step is `cd <cwd, quoted> && …`,
+/// and run as printed it resumes the copy; when it does not (a fixture
+/// whose folder was renamed), the step is words naming the folder, with no
+/// command that cannot work. Inputs are hashed before and after.
+#[test]
+fn the_resume_step_cds_into_the_stored_project_folder_and_resumes_as_printed() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let bin = fake_claude(&root);
+    // A project folder that needs quoting and encoding (`.`, space, quote).
+    let project = root.join("work.dir").join("my proj's");
+    std::fs::create_dir_all(&project).unwrap();
+    let enc: String = project
+        .to_str()
+        .unwrap()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    // double_compact (duplicate uuids, so repair writes a copy), its cwd
+    // made the project folder.
+    let text = std::fs::read_to_string(gen_file("double_compact")).unwrap();
+    let stored = r#""cwd":"/home/dev/cc-dev/claude/double_compact/proj""#;
+    assert!(text.contains(stored));
+    let cwd_json = serde_json::to_string(project.to_str().unwrap()).unwrap();
+    let text = text.replace(stored, &format!(r#""cwd":{cwd_json}"#));
+    let cfg = root.join("cfg");
+    let dir = cfg.join("projects").join(&enc);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{DOUBLE}.jsonl"));
+    std::fs::write(&file, text).unwrap();
+    let before = snapshot(&cfg);
+    let out = root.join("out");
+    let doc = json(&["repair", "--format", "json", p(&file), "--out", p(&out)]);
+    assert_eq!(snapshot(&cfg), before, "an input was touched");
+    let steps = copy_steps(&doc);
+    let resume = steps
+        .iter()
+        .find(|s| s.contains("claude --resume"))
+        .unwrap_or_else(|| panic!("{steps:?}"));
+    assert!(resume.starts_with("cd "), "{resume}");
+    assert!(!resume.contains('<'), "no placeholder: {resume}");
+    // Run as printed, from another folder, with `claude` on PATH.
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let run = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(resume)
+        .current_dir(&root)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{resume}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let resumed = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(
+        resumed.trim(),
+        format!(
+            "resumed {}",
+            out.join("projects")
+                .join(&enc)
+                .join(format!("{DOUBLE}.jsonl"))
+                .display()
+        ),
+    );
+    assert_eq!(snapshot(&cfg), before, "an input was touched");
+
+    // A folder the stored cwd does not encode to (fixtures/…/-experiments-ideas
+    // holds a session whose lines name /home/user/project): a torn tail to
+    // repair, then words, no `cd`, no placeholder.
+    let ideas = cfg.join("projects").join("-experiments-ideas");
+    copy_dir(&cc("claude-code-log/projects/-experiments-ideas"), &ideas);
+    let f = std::fs::read_dir(&ideas)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let mut bytes = std::fs::read(&f).unwrap();
+    bytes.extend_from_slice(br#"{"type":"user","uuid":"torn"#);
+    std::fs::write(&f, bytes).unwrap();
+    let before = snapshot(&cfg);
+    let doc = json(&[
+        "repair",
+        "--format",
+        "json",
+        p(&f),
+        "--out",
+        p(&root.join("out2")),
+    ]);
+    assert_eq!(snapshot(&cfg), before, "an input was touched");
+    let steps = copy_steps(&doc);
+    let resume = steps
+        .iter()
+        .find(|s| s.contains("claude --resume"))
+        .unwrap_or_else(|| panic!("{steps:?}"));
+    assert!(!resume.starts_with("cd "), "{resume}");
+    assert!(!resume.contains("&&"), "{resume}");
+    assert!(!resume.contains("<the session"), "{resume}");
+    assert!(resume.contains("-experiments-ideas"), "{resume}");
+    assert!(resume.contains("/home/user/project"), "{resume}");
+}

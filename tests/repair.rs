@@ -257,10 +257,14 @@ fn rename_in_db(db: &Path, old: &str, new: &str) {
 }
 
 /// The words of the shell command in `step` (its `   # comment` and any
-/// `cd <placeholder> &&` before it left out); fails when the command does
-/// not parse as a shell line.
+/// `cd … &&` before it left out; in a sentence, the command between its
+/// backticks); fails when the command does not parse as a shell line.
 fn words(step: &str) -> Vec<String> {
-    let cmd = step.split("   # ").next().unwrap();
+    let cmd = match step.split_once('`') {
+        Some((_, rest)) => rest.split('`').next().unwrap(),
+        None => step,
+    };
+    let cmd = cmd.split("   # ").next().unwrap();
     let cmd = cmd.rsplit("&& ").next().unwrap();
     shell_words::split(cmd).unwrap_or_else(|e| panic!("{step}: {e}"))
 }

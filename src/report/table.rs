@@ -1044,14 +1044,14 @@ fn id_min(short: &[String], cap: usize, floor: usize) -> usize {
 /// "next:" lines under a written copy: how to make the agent load it.
 /// Commands are shown as `$ command` (wrapped so that they still run when
 /// copied, see [`wrap_command`]) with a trailing `# comment` on its own line
-/// above; sentences (`or, ...`, `put ...`) are wrapped as prose.
+/// above; sentences (`or, ...`, `put ...`, `run ...`) are wrapped as prose.
 fn next_steps(steps: &[String], width: Option<usize>) -> String {
     if steps.is_empty() {
         return String::new();
     }
     let mut out = String::from("  next:\n");
     for s in steps {
-        if s.starts_with("or, ") || s.starts_with("put ") {
+        if s.starts_with("or, ") || s.starts_with("put ") || s.starts_with("run ") {
             out.push_str(&wrap(s, width, "    ", "      "));
             continue;
         }

@@ -328,6 +328,9 @@ pub struct ClaudeStore {
     /// Bytes of each file as read by [`Store::load`] (main file first):
     /// the copy is written from the same bytes.
     snapshot: std::sync::OnceLock<Vec<u64>>,
+    /// The session's [`Session::project_dir`] as [`Store::load`] read it,
+    /// for the next steps (written after the session is dropped).
+    project_dir: std::sync::OnceLock<Option<PathBuf>>,
 }
 
 impl ClaudeStore {
@@ -355,6 +358,7 @@ impl ClaudeStore {
             id: id.to_string(),
             agents,
             snapshot: Default::default(),
+            project_dir: Default::default(),
         }
     }
 
@@ -456,6 +460,41 @@ fn differs(original: &Path, len: u64, copy: &Path) -> bool {
 }
 
 /// `paths` quoted for the shell, joined by `, `.
+/// The name of the folder under `projects/` Claude Code keeps the sessions
+/// of the absolute folder `cwd` in: every character that is not an ASCII
+/// letter or digit replaced by `-` (JavaScript's
+/// `replace(/[^a-zA-Z0-9]/g, "-")`, which replaces each UTF-16 unit: two
+/// for a character beyond the BMP). Checked on every transcript of
+/// fixtures/ and of the shared real sessions whose folder was not renamed
+/// (test `every_fixture_folder_is_its_cwd_encoded`). `None` for a relative
+/// path.
+pub(crate) fn encoded_project_folder(cwd: &Path) -> Option<String> {
+    if !cwd.is_absolute() {
+        return None;
+    }
+    let s = cwd.to_str()?;
+    Some(
+        s.chars()
+            .flat_map(|c| {
+                let (c, n) = if c.is_ascii_alphanumeric() {
+                    (c, 1)
+                } else {
+                    ('-', c.len_utf16())
+                };
+                std::iter::repeat_n(c, n)
+            })
+            .collect(),
+    )
+}
+
+/// A path or folder name shown inside a sentence or a `#` comment: control
+/// characters (a line break would end the comment) as `?`.
+fn shown(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
 fn sh_list<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> String {
     paths
         .into_iter()
@@ -494,6 +533,7 @@ impl Store for ClaudeStore {
         }
         let (s, lens) = parse::load(&self.id, &self.files())?;
         let _ = self.snapshot.set(lens);
+        let _ = self.project_dir.set(s.project_dir.clone());
         Ok(s)
     }
 
@@ -548,12 +588,20 @@ impl Copier for ClaudeStore {
     }
 
     /// Claude Code reads `$CLAUDE_CONFIG_DIR/projects/<cwd>/<id>.jsonl`
-    /// (docs/formats/claude-code.md section 1) and resumes with `--resume`
-    /// from the session's project folder.
-    /// The id is quoted for the shell (as remedy commands quote it).
+    /// (docs/formats/claude-code.md section 2), `<cwd>` the folder it runs
+    /// in encoded ([`encoded_project_folder`]), and resumes with `--resume`
+    /// from there. When the session's stored project folder
+    /// ([`Session::project_dir`]) encodes to the folder the copy is in, the
+    /// step `cd`s there (quoted) and resumes as printed; otherwise (no cwd
+    /// stored, or a folder renamed since) it says in words which folder to
+    /// run from. The id is quoted for the shell (as remedy commands quote it).
     fn next_steps(&self, dest: &Path, sessions: &[String]) -> Vec<String> {
         use crate::formats::sh;
         let id = crate::formats::step_id(sessions.first().map(String::as_str));
+        let cwd = self.project_dir.get().cloned().flatten();
+        let encoded = cwd.as_deref().and_then(encoded_project_folder);
+        const OWN: &str =
+            "a config folder of its own: log in again there, or copy your credentials into it";
         // dest = <out>/projects/<cwd>/<id>.jsonl when laid out as Claude reads it.
         let home = dest
             .parent()
@@ -561,18 +609,52 @@ impl Copier for ClaudeStore {
             .filter(|p| p.file_name().is_some_and(|n| n == "projects"))
             .and_then(Path::parent);
         match home {
-            Some(home) => vec![
-                format!(
-                    "cd <the session's project folder> && CLAUDE_CONFIG_DIR={} claude --resume {id}   # a config folder of its own: log in again there, or copy your credentials into it",
-                    sh(home)
-                ),
-                put_in_place(&self.changed_files(dest), dest),
-            ],
+            Some(home) => {
+                let resume = format!("CLAUDE_CONFIG_DIR={} claude --resume {id}", sh(home));
+                let folder = dest
+                    .parent()
+                    .and_then(Path::file_name)
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let step = match (&cwd, &encoded) {
+                    (Some(cwd), Some(e)) if *e == folder => {
+                        format!("cd {} && {resume}   # {OWN}", sh(cwd))
+                    }
+                    _ => {
+                        let why = match (&cwd, &encoded) {
+                            (Some(cwd), Some(e)) => format!(
+                                "the transcript names {}, which encodes to {} instead",
+                                shown(&cwd.display().to_string()),
+                                shown(e)
+                            ),
+                            (Some(cwd), None) => format!(
+                                "the transcript names {}, not an absolute path",
+                                shown(&cwd.display().to_string())
+                            ),
+                            _ => "the transcript names no folder".to_string(),
+                        };
+                        format!(
+                            "run `{resume}` from the session's project folder, the one whose absolute path with every character but a letter or digit replaced by - is {} ({why}; {OWN})",
+                            shown(&folder)
+                        )
+                    }
+                };
+                vec![step, put_in_place(&self.changed_files(dest), dest)]
+            }
             None => {
                 // Claude Code reads the whole session from its project
                 // folder: every file of the copy goes there.
-                let base = "~/.claude/projects/<encoded project folder>";
-                let name = dest.file_name().map(|n| sh(Path::new(n))).unwrap_or_default();
+                let base = format!(
+                    "~/.claude/projects/{}",
+                    encoded.as_deref().map_or_else(
+                        || "<encoded project folder>".to_string(),
+                        |e| sh(Path::new(e))
+                    )
+                );
+                let name = dest
+                    .file_name()
+                    .map(|n| sh(Path::new(n)))
+                    .unwrap_or_default();
                 let agents: Vec<PathBuf> = self.copy_targets(dest).into_iter().skip(1).collect();
                 let side = if agents.is_empty() {
                     String::new()
@@ -588,8 +670,12 @@ impl Copier for ClaudeStore {
                         places.join(", ")
                     )
                 };
+                let resume = match (&cwd, &encoded) {
+                    (Some(cwd), Some(_)) => format!("`cd {} && claude --resume {id}`", sh(cwd)),
+                    _ => format!("`claude --resume {id}` from the project folder"),
+                };
                 vec![format!(
-                    "put the copy at {base}/{name}{side} (move the original aside first), then `claude --resume {id}` from the project folder"
+                    "put the copy at {base}/{name}{side} (move the original aside first), then {resume}"
                 )]
             }
         }
@@ -801,5 +887,69 @@ mod tests {
         let s = sniff(&p).unwrap();
         assert!(s.claude && !s.nothing_parsed);
         assert!(open_file(&p).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_project_folder_encodes_every_character_but_letters_and_digits() {
+        let e = |p: &str| encoded_project_folder(Path::new(p));
+        assert_eq!(
+            e("/Users/dain/workspace/danieldemmel.me-next").as_deref(),
+            Some("-Users-dain-workspace-danieldemmel-me-next")
+        );
+        assert_eq!(
+            e("/home/dev/cc-dev/claude/double_compact/proj").as_deref(),
+            Some("-home-dev-cc-dev-claude-double-compact-proj")
+        );
+        // One `-` per UTF-16 unit, as JavaScript's regex replaces them.
+        assert_eq!(e("/a é/😀b").as_deref(), Some("-a-----b"));
+        assert_eq!(e("relative/dir"), None);
+    }
+
+    /// The rule holds on every transcript of fixtures/ kept in a
+    /// `projects/<folder>/` that has messages: its stored cwd (the first one) encodes to the
+    /// folder, but in the two claude-code-log folders renamed when that
+    /// data was sanitized (their lines name /Users/dain/workspace/claude-code-log
+    /// and /home/user/project).
+    #[test]
+    fn every_fixture_folder_is_its_cwd_encoded() {
+        let mut matched = 0;
+        let mut renamed = std::collections::BTreeSet::new();
+        for e in walkdir::WalkDir::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures"))
+            .sort_by_file_name()
+            .into_iter()
+            .filter_map(Result::ok)
+        {
+            let p = e.path();
+            let in_projects = p
+                .parent()
+                .and_then(Path::parent)
+                .and_then(Path::file_name)
+                .is_some_and(|n| n == "projects");
+            if !is_jsonl(p) || !in_projects {
+                continue;
+            }
+            let id = p.file_stem().unwrap().to_string_lossy();
+            let (s, _) = parse::load(&id, &[p.to_path_buf()]).unwrap();
+            let folder = p.parent().unwrap().file_name().unwrap().to_str().unwrap();
+            // A file of metadata lines only (a legacy summary file) names
+            // no folder.
+            let Some(cwd) = s.project_dir.as_deref() else {
+                assert!(s.messages.is_empty(), "{}", p.display());
+                continue;
+            };
+            if encoded_project_folder(cwd).as_deref() == Some(folder) {
+                matched += 1;
+            } else {
+                renamed.insert(folder.to_string());
+            }
+        }
+        assert!(matched >= 10, "{matched}");
+        assert_eq!(
+            renamed.into_iter().collect::<Vec<_>>(),
+            [
+                "-Users-dain-workspace-claude-code-log-sample",
+                "-experiments-ideas"
+            ]
+        );
     }
 }

@@ -102,6 +102,9 @@ pub(crate) struct Fields<'a> {
     compact_metadata: Raw<'a>,
     #[serde(borrow)]
     attachment: Raw<'a>,
+    /// The folder Claude Code ran in when it wrote the line.
+    #[serde(borrow)]
+    cwd: Raw<'a>,
 }
 
 #[derive(Deserialize, Default)]
@@ -740,8 +743,9 @@ enum LineRead {
     /// Not a JSON object the loader can use: the reader's message (empty
     /// when the line is JSON but not an object).
     Unreadable(String),
-    /// A message line.
-    Message(Box<Message>),
+    /// A message line, with its `cwd` when it was asked for
+    /// ([`read_line`]'s `want_cwd`) and the line has one.
+    Message(Box<Message>, Option<Box<str>>),
     /// Any other line: what the session takes from it (main file only).
     Other(Meta),
     /// A line longer than [`crate::formats::max_line_bytes`], passed over.
@@ -804,7 +808,7 @@ impl<S: std::hash::BuildHasher> FirstIds<S> {
 }
 
 /// Reads one line (`buf`, its newline included) of file `fi` at `line`.
-fn read_line(buf: &[u8], line: LineRef, fi: usize) -> LineRead {
+fn read_line(buf: &[u8], line: LineRef, fi: usize, want_cwd: bool) -> LineRead {
     let body = buf.trim_ascii_end();
     if body.is_empty() {
         return LineRead::Blank;
@@ -836,7 +840,12 @@ fn read_line(buf: &[u8], line: LineRef, fi: usize) -> LineRead {
         Err(e) => return LineRead::Unreadable(e),
     };
     if let Some(m) = parse_fields(&v, body, line, fi > 0) {
-        return LineRead::Message(Box::new(m));
+        let cwd = want_cwd
+            .then(|| rstr(v.cwd))
+            .flatten()
+            .filter(|c| !c.is_empty())
+            .map(|c| c.into());
+        return LineRead::Message(Box::new(m), cwd);
     }
     // A `uuid` that is not a string: the line was taken for a line of
     // another kind and left out in silence (review of stop 41). A `null`
@@ -893,7 +902,13 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
     // uuid -> its first message in this file
     let mut seen = FirstIds::<rustc_hash::FxBuildHasher>::default();
     let cannot_read = |n: u64| format!("{}: cannot read after line {n}", path.display());
-    let read = |line: LineRef, l: &[u8]| read_line(l, line, fi);
+    // The session's project folder: the `cwd` of the main file's first
+    // message line that has one. Lines are parsed a block ahead of being
+    // taken, so the lines of at most one block after it is found still
+    // copy theirs out.
+    let cwd_found = std::sync::atomic::AtomicBool::new(fi > 0 || s.project_dir.is_some());
+    let want_cwd = || !cwd_found.load(std::sync::atomic::Ordering::Relaxed);
+    let read = |line: LineRef, l: &[u8]| read_line(l, line, fi, want_cwd());
     let too_long = |_| LineRead::TooLong;
     let mut pending = crate::formats::read_block(&mut r, fi, &mut n, &mut offset, read, too_long)
         .with_context(|| cannot_read(0))?;
@@ -901,7 +916,7 @@ fn read_file(s: &mut Session, fi: usize, path: &Path, titles: &mut Titles) -> Re
         let before = n;
         let (next, ()) = rayon::join(
             || crate::formats::read_block(&mut r, fi, &mut n, &mut offset, read, too_long),
-            || take_block(s, block, path, &again, &mut seen, titles),
+            || take_block(s, block, path, &again, &mut seen, titles, &cwd_found),
         );
         pending = next.with_context(|| cannot_read(before))?;
     }
@@ -917,6 +932,7 @@ fn take_block(
     again: &crate::formats::LineFiles<'_>,
     seen: &mut FirstIds<rustc_hash::FxBuildHasher>,
     titles: &mut Titles,
+    cwd_found: &std::sync::atomic::AtomicBool,
 ) {
     for (line, complete, read) in block {
         let (len, n) = (line.bytes, line.number());
@@ -966,7 +982,11 @@ fn take_block(
                     row: None,
                 });
             }
-            LineRead::Message(m) => {
+            LineRead::Message(m, cwd) => {
+                if let Some(c) = cwd.filter(|_| s.project_dir.is_none()) {
+                    s.project_dir = Some(PathBuf::from(String::from(c)));
+                    cwd_found.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
                 let first = seen
                     .first_or_insert(&s.messages, &m.id)
                     .and_then(|i| s.messages.get(i))
@@ -1246,8 +1266,8 @@ mod first_ids_tests {
             offset: 0,
             bytes: line.len() as u64,
         };
-        match read_line(line.as_bytes(), at, 0) {
-            LineRead::Message(m) => *m,
+        match read_line(line.as_bytes(), at, 0, false) {
+            LineRead::Message(m, _) => *m,
             _ => panic!("not a message: {line}"),
         }
     }
