@@ -459,7 +459,6 @@ fn differs(original: &Path, len: u64, copy: &Path) -> bool {
     false
 }
 
-/// `paths` quoted for the shell, joined by `, `.
 /// The name of the folder under `projects/` Claude Code keeps the sessions
 /// of the absolute folder `cwd` in: every character that is not an ASCII
 /// letter or digit replaced by `-` (JavaScript's
@@ -495,6 +494,7 @@ fn shown(s: &str) -> String {
         .collect()
 }
 
+/// `paths` quoted for the shell, joined by `, `.
 fn sh_list<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> String {
     paths
         .into_iter()
