@@ -775,6 +775,40 @@ fn markdown_summary_has_a_row_per_finding_with_pipes_escaped() {
     assert!(rows.iter().all(|r| r[3].contains("ci\\|runs")), "{rows:#?}");
 }
 
+/// The table of `check` gives every finding's remedy (what is wrong, what to
+/// do) and, under it, the command that does it when there is one: the
+/// command alone hid the remedy text a person needs (JSON has both).
+#[test]
+fn check_table_shows_the_remedy_and_the_command_of_each_finding() {
+    let (code, table, err) = run(&["check", "--format", "table", "fixtures/"]);
+    assert_eq!(code, 1, "{err}");
+    let f = findings(check_json());
+    let helps: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("   = help: "))
+        .collect();
+    let fixes: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("   = fix: "))
+        .collect();
+    assert_eq!(helps.len(), f.len(), "one help line per finding:\n{table}");
+    let with_cmd: Vec<&Value> = f
+        .iter()
+        .filter(|f| f["remedy_command"].is_string())
+        .collect();
+    assert!(!with_cmd.is_empty());
+    assert_eq!(fixes.len(), with_cmd.len(), "{table}");
+    // Each command comes right after its finding's remedy.
+    for f in with_cmd {
+        let block = format!(
+            "   = help: {}\n   = fix: {}\n",
+            f["remedy"].as_str().unwrap(),
+            f["remedy_command"].as_str().unwrap()
+        );
+        assert!(table.contains(&block), "{block}not in\n{table}");
+    }
+}
+
 #[test]
 fn exit_codes_are_the_same_in_every_format() {
     for format in FORMATS {

@@ -1376,9 +1376,12 @@ impl Exporter for TableExporter {
                 parts.push(format!("message {}", clean(m)));
             }
             out.push_str(&line_of_parts(&parts, w, "  --> ", "      "));
-            match &f.remedy_command {
-                Some(cmd) => out.push_str(&wrap_command(cmd, w, "   = fix: ")),
-                None => out.push_str(&wrap(&f.remedy, w, "   = help: ", "           ")),
+            // What is wrong and what to do, then the command that does it
+            // (JSON keeps both too): the command alone does not say why,
+            // nor what it leaves for a person to do.
+            out.push_str(&wrap(&f.remedy, w, "   = help: ", "           "));
+            if let Some(cmd) = &f.remedy_command {
+                out.push_str(&wrap_command(cmd, w, "   = fix: "));
             }
             out.push('\n');
         }
