@@ -705,12 +705,10 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
             let strip = crate::treat::compact::strip_media(s);
             if !strip.is_empty() {
                 if let Ok(done) = cp.apply(s, &strip) {
-                    let nt = crate::sizing::next_turn(&done, Some(p.overhead_tokens));
-                    let (tokens, wire) = crate::treat::compact::ceiling_after_strip_media(
-                        s,
-                        &strip,
-                        p.overhead_tokens,
-                    );
+                    let nt = crate::sizing::next_turn(&done, None).at_least(p.overhead_tokens);
+                    let most = crate::sizing::overhead_ceiling(s, &|_| true).max(p.overhead_tokens);
+                    let (tokens, wire) =
+                        crate::treat::compact::ceiling_after_strip_media(s, &strip, most);
                     assert!(
                         tokens >= nt.tokens && wire >= nt.wire_bytes,
                         "compact ceiling under strip-media\nceiling ({tokens}, {wire}), applied ({}, {})\n{}",

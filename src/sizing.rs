@@ -19,8 +19,27 @@ pub struct NextTurn {
 }
 
 /// Measures the next turn of `s`. With `overhead`, uses that overhead instead
-/// of deriving it (to measure an edited copy against its original's calibration).
+/// of deriving it.
 pub fn next_turn(s: &crate::model::Session, overhead: Option<u64>) -> NextTurn {
+    measure(s, overhead, &|_| true)
+}
+
+/// [`next_turn`] (no overhead given) of a copy of `s` that keeps only the
+/// messages `kept` keeps, all of the model-visible view among them (the
+/// cut of history an agent that replays its whole store gets from
+/// `compact`, measured without making it): the view is the same, but a
+/// count reported before `compact` changed the history calibrates on the
+/// first turn the copy keeps.
+pub fn next_turn_keeping(s: &crate::model::Session, kept: &dyn Fn(usize) -> bool) -> NextTurn {
+    measure(s, None, kept)
+}
+
+/// [`next_turn`] on the messages of `s` that `kept` keeps.
+fn measure(
+    s: &crate::model::Session,
+    overhead: Option<u64>,
+    kept: &dyn Fn(usize) -> bool,
+) -> NextTurn {
     use crate::model::Role;
     let est: Vec<u64> = s
         .visible
@@ -54,7 +73,7 @@ pub fn next_turn(s: &crate::model::Session, overhead: Option<u64>) -> NextTurn {
         });
     let overhead_tokens = overhead
         .or(derived)
-        .or_else(|| stale.then(|| first_overhead(s)).flatten())
+        .or_else(|| stale.then(|| first_overhead(s, kept)).flatten())
         .unwrap_or(0);
     NextTurn {
         tokens: tokens_estimated.saturating_add(overhead_tokens),
@@ -66,11 +85,15 @@ pub fn next_turn(s: &crate::model::Session, overhead: Option<u64>) -> NextTurn {
 }
 
 /// The agent's overhead measured at the first assistant with reported usage
-/// whose history `session-doctor compact` did not change.
-fn first_overhead(s: &crate::model::Session) -> Option<u64> {
+/// whose history `session-doctor compact` did not change, among the
+/// messages `kept` keeps.
+fn first_overhead(s: &crate::model::Session, kept: &dyn Fn(usize) -> bool) -> Option<u64> {
     use crate::model::Role;
     let mut est = 0u64;
-    for m in &s.messages {
+    for (i, m) in s.messages.iter().enumerate() {
+        if !kept(i) {
+            continue;
+        }
         if m.parts.iter().any(|p| p.rewritten) {
             return None;
         }
@@ -80,6 +103,33 @@ fn first_overhead(s: &crate::model::Session) -> Option<u64> {
         }
     }
     None
+}
+
+impl NextTurn {
+    /// The same next turn with the agent's overhead at least `base`.
+    pub fn at_least(self, base: u64) -> NextTurn {
+        if self.overhead_tokens >= base {
+            return self;
+        }
+        NextTurn {
+            tokens: self.tokens_estimated.saturating_add(base),
+            overhead_tokens: base,
+            ..self
+        }
+    }
+}
+
+/// The most agent overhead [`next_turn`] (no overhead given) measures on a
+/// copy of `s` whose edits only change parts (leaving `compact`'s markers)
+/// and keep the messages `kept` keeps, the model-visible view among them:
+/// the calibration on the last count while no changed part precedes it,
+/// else on the first turn the copy keeps (unchanged when no changed part
+/// precedes it), else none.
+pub fn overhead_ceiling(s: &crate::model::Session, kept: &dyn Fn(usize) -> bool) -> u64 {
+    next_turn(s, None)
+        .overhead_tokens
+        .max(first_overhead(s, &|_| true).unwrap_or(0))
+        .max(first_overhead(s, kept).unwrap_or(0))
 }
 
 /// Tokens the agent adds to every request beyond the messages (system prompt,

@@ -637,12 +637,12 @@ fn compact_truncates_tool_output_and_arguments_keeping_arguments_json() {
     std::fs::write(&p, out).unwrap();
     let before = snapshot(d.path());
     let o = tempfile::tempdir().unwrap();
-    let plan = compact(
-        &p,
-        MULTI,
-        o.path(),
-        &["--context", "8000", "--max-output", "1000"],
-    );
+    // The copy calibrates on the first turn it keeps (4,319 tokens of
+    // overhead on 5,029 estimated): 9,348 tokens, over an 8,000-token
+    // context, which compact once said fits (planned with no overhead, the
+    // original's last count lying under the estimate of what follows it).
+    let flags = ["--context", "12000", "--max-output", "1000"];
+    let plan = compact(&p, MULTI, o.path(), &flags);
     assert_eq!(snapshot(d.path()), before);
     let steps: Vec<&str> = plan["steps"]
         .as_array()
@@ -689,6 +689,17 @@ fn compact_truncates_tool_output_and_arguments_keeping_arguments_json() {
     );
     // Usage is untouched: the copy keeps its token_count lines after the cut.
     assert_eq!(row["context_tokens"], 7490);
+    // Within the budget, as `check` measures the copy.
+    let mut args = vec!["check", "--format", "json"];
+    args.extend(flags);
+    let copy_dir = o.path().display().to_string();
+    args.push(&copy_dir);
+    let again = json(&args);
+    assert!(
+        with_code(&again, "over-budget").is_empty(),
+        "{:#?}",
+        with_code(&again, "over-budget")
+    );
 }
 
 #[test]

@@ -540,8 +540,11 @@ fn compact_keep_turns_appends_a_summary_with_a_correct_first_kept_entry() {
         SESSION_DB,
         "--out",
         p(out.path()),
+        // The copy calibrates on the session's first turn (16,549 tokens of
+        // system prompt and tools): a 9,000-token context never fit it
+        // (compact said it did; `check` on the copy found 50,104 tokens).
         "--context",
-        "9000",
+        "20000",
         "--max-output",
         "1000",
         "--keep-turns",
@@ -602,6 +605,13 @@ fn compact_keep_turns_appends_a_summary_with_a_correct_first_kept_entry() {
     assert_eq!(st[0]["message_id"], "47");
     assert_eq!(st[0]["severity"], "warning");
     assert!(with_code(&again, "compaction-loop").is_empty());
+    // Within the budget compact planned for, as `check` measures the copy.
+    let again = check_doc(&copy, &["--context", "20000", "--max-output", "1000"]);
+    assert!(
+        with_code(&again, "over-budget").is_empty(),
+        "{:#?}",
+        with_code(&again, "over-budget")
+    );
 }
 
 /// Legacy stores have no first_kept_entry: cutting history is refused with
@@ -867,4 +877,98 @@ fn an_unreadable_row_keeps_later_indexes_in_place() {
     let failures = report["failures"].as_array().unwrap();
     assert_eq!(failures.len(), 1, "{failures:#?}");
     assert!(failures[0].as_str().unwrap().contains("does not load"));
+}
+
+/// A copy `compact` says fits is one `check` finds within the budget, and
+/// the command `check` prints for `over-budget` removes it. The derived
+/// session calibrates its overhead at 5,293 tokens on its last count and at
+/// 16,549 on its first turn (16,663 reported with 114 estimated): compact
+/// planned every step with the smaller, while `check` on the copy (whose
+/// counts were reported on the history compact truncated) calibrates on the
+/// first turn, so at `--context 25000` the copy compact wrote was still over
+/// budget (22,630 tokens against 18,500 usable). With `--keep-turns 1` the
+/// copy even kept using the last count (50,104 tokens, reported on the
+/// history before the summary compact appends) where compact planned 5,491.
+#[test]
+fn a_compacted_copy_that_fits_is_not_over_budget_for_check() {
+    let fixtures_before = snapshot(&da(""));
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("src");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("stale-fke-before-kept.db");
+    std::fs::copy(da("derived/stale-fke-before-kept.db"), &src).unwrap();
+    let src_before = snapshot(&dir);
+    let (mut written, mut refused, mut printed) = (0, 0, 0);
+    for context in ["9000", "20000", "25000", "30000", "35000", "45000"] {
+        let flags = ["--context", context, "--max-output", "4000"];
+        let doc = check_doc(&src, &flags);
+        let f = with_code(&doc, "over-budget");
+        assert_eq!(f.len(), 1, "{context}: {doc:#}");
+        // The printed command, as printed, removes the finding.
+        if let Some(cmd) = f[0]["remedy_command"].as_str() {
+            printed += 1;
+            let words = shell_words::split(cmd).unwrap();
+            let o = bin().args(&words[1..]).output().unwrap();
+            assert_eq!(o.status.code(), Some(0), "{cmd}");
+            let out = PathBuf::from(&words[words.iter().position(|w| w == "--out").unwrap() + 1]);
+            let copy = out.join("stale-fke-before-kept.db");
+            let again = check_doc(&copy, &flags);
+            assert!(
+                with_code(&again, "over-budget").is_empty(),
+                "{context}: {cmd} left {:#?}",
+                with_code(&again, "over-budget")
+            );
+            std::fs::remove_dir_all(&out).unwrap();
+        }
+        // compact itself, and with --keep-turns 1 (a summary session-doctor
+        // appends: the counts before it no longer apply either): a copy
+        // only when `check` finds it fitting.
+        for keep in [&[][..], &["--keep-turns", "1"][..]] {
+            let out = tmp.path().join(format!("out-{context}-{}", keep.len()));
+            let o = bin()
+                .args([
+                    "compact",
+                    "--format",
+                    "json",
+                    "--session",
+                    SESSION_DB,
+                    "--out",
+                ])
+                .arg(&out)
+                .args(flags)
+                .args(keep)
+                .arg(&src)
+                .output()
+                .unwrap();
+            let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(snapshot(&dir), src_before, "{context}: the source changed");
+            if plan["written"] == true {
+                written += 1;
+                let last = &plan["steps"].as_array().unwrap().last().unwrap()["after"];
+                assert!(
+                    last["tokens_next_turn"].as_u64() <= plan["budget"]["usable"].as_u64(),
+                    "{plan:#}"
+                );
+                let again = check_doc(&out.join("stale-fke-before-kept.db"), &flags);
+                assert!(
+                    with_code(&again, "over-budget").is_empty(),
+                    "{context} {keep:?}: compact said it fits with {} tokens; check on the copy: {:#?}",
+                    last["tokens_next_turn"],
+                    with_code(&again, "over-budget")
+                );
+            } else {
+                refused += 1;
+                assert_eq!(o.status.code(), Some(1), "{plan:#}");
+                assert!(plan["unreachable"].is_string(), "{plan:#}");
+                assert!(!out.join("stale-fke-before-kept.db").exists());
+            }
+        }
+    }
+    // Both outcomes occur: the test judges copies, not only refusals.
+    assert!(
+        written >= 2 && printed >= 2,
+        "{written} written, {printed} printed"
+    );
+    assert!(refused >= 1, "no context was out of reach");
+    assert_eq!(snapshot(&da("")), fixtures_before, "fixtures changed");
 }

@@ -111,7 +111,7 @@ pub(crate) fn plan_session(
         budget: target.budget.clone(),
         budget_unknown: o.budget.as_ref().err().cloned(),
         usable_tokens: plan.usable_tokens,
-        overhead_tokens: plan.overhead_tokens,
+        overhead_tokens: plan.before.overhead_tokens,
         max_request_bytes: target.max_request_bytes,
         headroom_bytes: target.headroom_bytes,
         before: plan.before.clone(),

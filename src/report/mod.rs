@@ -216,7 +216,9 @@ pub struct CompactReport {
     pub budget_unknown: Option<String>,
     /// Tokens the next turn may carry (the model's usable, capped by the byte limit / 4).
     pub usable_tokens: u64,
-    /// Tokens the agent adds beyond the messages, calibrated on the last reported count.
+    /// Tokens the agent adds beyond the messages, as `check` measures the
+    /// session (calibrated on the last reported count); each state's own in
+    /// its figures.
     pub overhead_tokens: u64,
     pub max_request_bytes: u64,
     pub headroom_bytes: u64,

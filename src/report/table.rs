@@ -1488,11 +1488,22 @@ impl Exporter for TableExporter {
             ),
         };
         out.push_str(&self.wrap("", "  ", &budget));
+        // A copy whose history compact changed calibrates on its first
+        // turn: its overhead may differ from the original's.
+        let last = r.steps.last().map_or(&r.before, |s| &s.after);
+        let after = if last.overhead_tokens == r.overhead_tokens {
+            String::new()
+        } else {
+            format!(
+                " ({} after the last step: the copy's counts were reported on the history compact changed, so it calibrates on its first turn)",
+                thousands(last.overhead_tokens)
+            )
+        };
         out.push_str(&self.wrap(
             "",
             "  ",
             &format!(
-                "request limit {} bytes with {} bytes headroom; usable {} tokens; agent overhead {} tokens",
+                "request limit {} bytes with {} bytes headroom; usable {} tokens; agent overhead {} tokens{after}",
                 thousands(r.max_request_bytes),
                 thousands(r.headroom_bytes),
                 thousands(r.usable_tokens),

@@ -159,9 +159,13 @@ impl Target {
 pub struct Figures {
     /// Estimated tokens of the visible messages.
     pub tokens_estimated: u64,
-    /// Tokens of the next turn: the estimate plus the agent's overhead
-    /// calibrated on the original's last reported count.
+    /// Tokens of the next turn: the estimate plus the agent's overhead, as
+    /// `check` measures it on this state (on a copy whose history compact
+    /// changed, calibrated on its first turn), at least the original's
+    /// calibration ([`Plan::overhead_tokens`]).
     pub tokens_next_turn: u64,
+    /// The agent's overhead in `tokens_next_turn`.
+    pub overhead_tokens: u64,
     /// Last reported context tokens of the session as stored.
     pub tokens_reported: Option<u64>,
     /// Bytes stored for all messages and parts.
@@ -197,6 +201,8 @@ pub struct Plan {
     /// The figures of [`Plan::unreachable`], when it is set.
     pub shortfall: Option<Shortfall>,
     pub usable_tokens: u64,
+    /// The agent's overhead calibrated on the original ([`agent_overhead`]):
+    /// the least any state of the plan is measured with.
     pub overhead_tokens: u64,
     /// How each edit looks in storage, in the order of `edits`, when the
     /// plan was given a [`Describe`] (empty otherwise).
@@ -221,12 +227,21 @@ fn fits_target(t: &Target, tokens: u64, wire_bytes: u64) -> bool {
         && wire_bytes.saturating_add(t.headroom_bytes) <= t.max_request_bytes
 }
 
-fn figures(s: &Session, t: &Target, overhead: u64, parts_changed: usize) -> Figures {
-    let nt = next_turn(s, Some(overhead));
+/// The figures of `s` (the original, or a state of the plan: the copy as
+/// it would be written), its next turn measured as `check` measures it on
+/// that session, with the agent's overhead at least `base` (the original's
+/// calibration, [`agent_overhead`]). A copy calibrates otherwise than its
+/// original once compact changed the history its counts were reported on
+/// (on its first turn, not its last count): planned with the original's
+/// calibration throughout, docker-agent and Codex copies compact said fit
+/// were still over budget for `check`.
+fn figures(s: &Session, t: &Target, base: u64, parts_changed: usize) -> Figures {
+    let nt = next_turn(s, None).at_least(base);
     let request_bytes = nt.wire_bytes.saturating_add(t.headroom_bytes);
     Figures {
         tokens_estimated: nt.tokens_estimated,
         tokens_next_turn: nt.tokens,
+        overhead_tokens: nt.overhead_tokens,
         tokens_reported: s.context_tokens(),
         payload_bytes: s.payload_bytes(),
         request_bytes,
@@ -387,6 +402,19 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
 /// kept, in view or not, and left as they are: the agent relinks them itself.
 fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     let sid = Sym::from(s.id.as_str());
+    let Some((is_dropped, unique)) = cut_drops(s, keep_turns) else {
+        return Vec::new();
+    };
+    let dropped_count = is_dropped.iter().filter(|&&d| d).count();
+    if dropped_count == 0 {
+        return Vec::new();
+    }
+    cut_edits(s, keep_turns, sid, is_dropped, unique, dropped_count)
+}
+
+/// What [`cut_history`] drops: a flag per message (`true`: dropped) and
+/// whether no two messages share an id; `None` when nothing is visible.
+fn cut_drops(s: &Session, keep_turns: Option<usize>) -> Option<(Vec<bool>, bool)> {
     let visible: Vec<usize> = match keep_turns {
         None => s.visible.clone(),
         Some(n) => {
@@ -413,9 +441,7 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
         .or_else(|| visible.iter().copied().min());
     // Nothing visible: the model sees nothing of this session, so a cut has
     // nothing to keep and must not drop every line (fuzz input whole_claude-6).
-    let Some(anchor) = anchor else {
-        return Vec::new();
-    };
+    let anchor = anchor?;
     let mut keep = vec![false; s.messages.len()];
     for &i in &visible {
         keep[i] = true;
@@ -455,10 +481,19 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
             .map(|m| !kept_ids.contains(m.id.as_str()))
             .collect()
     };
-    let dropped_count = is_dropped.iter().filter(|&&d| d).count();
-    if dropped_count == 0 {
-        return Vec::new();
-    }
+    Some((is_dropped, unique))
+}
+
+/// The rest of [`cut_history`]: the edits that drop what `is_dropped`
+/// flags and re-parent what was left without its parent.
+fn cut_edits(
+    s: &Session,
+    keep_turns: Option<usize>,
+    sid: Sym,
+    is_dropped: Vec<bool>,
+    unique: bool,
+    dropped_count: usize,
+) -> Vec<Edit> {
     let dropped = || (0..s.messages.len()).filter(|&i| is_dropped[i]);
     // The dropped ids a kept message's parent may name: none to look up
     // when no message names a parent (Codex).
@@ -769,7 +804,8 @@ fn step_may_edit(p: &crate::model::Part, t: &Target) -> bool {
 /// (no `keep_turns`, no `below_*` goal, whose loop keeps fewer turns) and
 /// the format cuts by dropping what is outside the view (not
 /// [`Applier::cuts_with_summary`]). `None` otherwise. `overhead` is the
-/// plan's agent overhead (tokens).
+/// least agent overhead a state of the plan is measured with
+/// ([`Plan::overhead_tokens`]).
 pub fn floor_after_every_step(
     store: &dyn Applier,
     s: &Session,
@@ -839,8 +875,10 @@ fn placeholder_size(placeholder: &str, media: usize) -> (u64, u64) {
 /// [`strip_media`] gives for `s`), found without applying them (applying
 /// re-reads and re-parses every line that held media: 0.46 s of a 1 GB
 /// Claude Code transcript's `check`): `(tokens, wire bytes)`, the agent's
-/// `overhead` tokens included, the headroom not. A stripped part counts its
-/// characters plus its placeholder text's ([`placeholder_size`]), and its
+/// `overhead` tokens included (at least what `check` measures on the
+/// stripped copy: [`crate::sizing::overhead_ceiling`]), the headroom not.
+/// A stripped part counts its characters plus its placeholder text's
+/// ([`placeholder_size`]), and its
 /// bytes less its media's encoded bytes (which the wire counts as base64)
 /// plus the placeholder text's, with [`STRIP_SLACK`] for each media item;
 /// every other part as it is. The placeholder is the first edit's for the
@@ -891,6 +929,21 @@ pub fn ceiling_after_strip_media(s: &Session, edits: &[Edit], overhead: u64) -> 
     (tokens, wire)
 }
 
+/// Whether `s`, which fits `t`, still fits it once [`cut_history`] (no
+/// `keep_turns`) dropped the turns before the view, measured without
+/// making the cut: the view is the same, but a copy whose history compact
+/// changed calibrates on the first turn it keeps, which the cut may move.
+fn fits_after_cut(s: &Session, t: &Target, base: u64) -> bool {
+    if next_turn(s, None).reported {
+        return true;
+    }
+    let Some((dropped, _)) = cut_drops(s, None) else {
+        return true;
+    };
+    let nt = crate::sizing::next_turn_keeping(s, &|i| !dropped[i]).at_least(base);
+    fits_target(t, nt.tokens, nt.wire_bytes)
+}
+
 /// Plans the compaction of `s`, measuring each step on the edited model.
 /// A session given by value is edited in place (no copy of it is made; a
 /// borrowed one is copied at the first step that edits it). With
@@ -918,11 +971,13 @@ pub fn plan(
 /// answer is "reaches" with strip-media's edits, none applied. Left out: the
 /// cut of history that only [`Applier::replays_everything`] asks for (no
 /// finding, no `keep_turns`), once the session fits and an earlier step
-/// edited it. That cut drops only messages outside the agent's view (it
-/// keeps every visible message and all after the newest visible
-/// compaction), and whether the session fits is judged on its view alone,
-/// so it cannot change the answer; it was 2.4 million dropped lines and
-/// 1.3 s of the 1 GB Codex rollout's `check`.
+/// edited it, when the session still fits without the turns it drops
+/// ([`fits_after_cut`]). That cut drops only messages outside the agent's
+/// view (it keeps every visible message and all after the newest visible
+/// compaction): the view is the same, only the first turn a copy whose
+/// history compact changed calibrates on may move; it was 2.4 million
+/// dropped lines and 1.3 s of the 1 GB Codex rollout's `check`. The
+/// ceiling of a store that replays everything counts that calibration too.
 pub fn plan_to_reach(
     store: &dyn Applier,
     s: std::borrow::Cow<'_, Session>,
@@ -939,8 +994,10 @@ fn plan_steps(
     describe: Option<&Describe<'_>>,
     to_reach: bool,
 ) -> Result<Plan> {
-    let overhead = agent_overhead(&s);
-    let before = figures(&s, t, overhead, 0);
+    // The original's calibration: the least overhead a state is measured
+    // with (each state otherwise as `check` measures it, see `figures`).
+    let base = agent_overhead(&s);
+    let before = figures(&s, t, base, 0);
     let mut plan = Plan {
         fits: before.fits,
         before,
@@ -949,13 +1006,13 @@ fn plan_steps(
         unreachable: None,
         shortfall: None,
         usable_tokens: t.usable(),
-        overhead_tokens: overhead,
+        overhead_tokens: base,
         changes: Vec::new(),
     };
     // What `check` asks: a session that no steps can bring within `t` is
     // answered from the floor, without applying any.
     if to_reach && !plan.fits {
-        if let Some(f) = floor_after_every_step(store, &s, t, overhead) {
+        if let Some(f) = floor_after_every_step(store, &s, t, base) {
             if !f.may_fit(t) {
                 let short = f.shortfall(t);
                 plan.unreachable = Some(short.why());
@@ -974,7 +1031,18 @@ fn plan_steps(
     {
         let edits = strip_media(&s);
         if !edits.is_empty() {
-            let (tokens, wire) = ceiling_after_strip_media(&s, &edits, overhead);
+            // The most overhead `check` measures on the stripped copy (its
+            // placeholders may leave it calibrating on its first turn) ...
+            let most = crate::sizing::overhead_ceiling(&s, &|_| true).max(base);
+            let (mut tokens, mut wire) = ceiling_after_strip_media(&s, &edits, most);
+            // ... or, once the cut that always follows dropped the turns
+            // before the view, on the first turn the copy keeps.
+            if always && fits_target(t, tokens, wire) {
+                if let Some((dropped, _)) = cut_drops(&s, None) {
+                    let most = most.max(crate::sizing::overhead_ceiling(&s, &|i| !dropped[i]));
+                    (tokens, wire) = ceiling_after_strip_media(&s, &edits, most);
+                }
+            }
             if fits_target(t, tokens, wire) {
                 plan.fits = true;
                 plan.edits = edits;
@@ -1010,7 +1078,13 @@ fn plan_steps(
         if plan.fits && !forced {
             continue;
         }
-        if to_reach && plan.fits && !asked && name == "cut-history" && !plan.edits.is_empty() {
+        if to_reach
+            && plan.fits
+            && !asked
+            && name == "cut-history"
+            && !plan.edits.is_empty()
+            && fits_after_cut(&cur, t, base)
+        {
             continue;
         }
         let edits = step(&cur);
@@ -1028,7 +1102,7 @@ fn plan_steps(
             .iter()
             .filter(|e| e.change.part_id().is_some())
             .count();
-        let after = figures(&cur, t, overhead, parts_changed);
+        let after = figures(&cur, t, base, parts_changed);
         plan.fits = after.fits;
         plan.steps.push(StepReport {
             step: name,
@@ -1068,7 +1142,7 @@ fn plan_steps(
                 return Ok(None);
             }
             let next = store.apply_after(cur.as_ref().clone(), &plan.edits, &edits)?;
-            let after = figures(&next, t, overhead, 0);
+            let after = figures(&next, t, base, 0);
             Ok(Some((edits, next, after)))
         };
         let mut chosen = None;
@@ -1197,9 +1271,10 @@ mod tests {
                 .sum();
             let stored = if x == newest { 1 + 1 + 2 } else { 1 };
             assert_eq!(kept, stored, "{x}: the newest media stays");
-            let overhead = agent_overhead(&s);
-            let nt = next_turn(&done, Some(overhead));
-            let (tokens, wire) = ceiling_after_strip_media(&s, &strip, overhead);
+            let base = agent_overhead(&s);
+            let nt = next_turn(&done, None).at_least(base);
+            let most = crate::sizing::overhead_ceiling(&s, &|_| true).max(base);
+            let (tokens, wire) = ceiling_after_strip_media(&s, &strip, most);
             assert!(
                 tokens >= nt.tokens && wire >= nt.wire_bytes,
                 "{x}: ceiling ({tokens}, {wire}) under ({}, {})",
@@ -1339,11 +1414,12 @@ mod tests {
                 let tokens = next_turn(&s, None).tokens;
                 // The ceiling after strip-media is over its applied figures.
                 let strip = strip_media(&s);
-                let overhead = agent_overhead(&s);
+                let base = agent_overhead(&s);
                 if !strip.is_empty() {
                     if let Ok(done) = store.copier().apply(&s, &strip) {
-                        let nt = next_turn(&done, Some(overhead));
-                        let (c_tokens, c_wire) = ceiling_after_strip_media(&s, &strip, overhead);
+                        let nt = next_turn(&done, None).at_least(base);
+                        let most = crate::sizing::overhead_ceiling(&s, &|_| true).max(base);
+                        let (c_tokens, c_wire) = ceiling_after_strip_media(&s, &strip, most);
                         assert!(
                             c_tokens >= nt.tokens && c_wire >= nt.wire_bytes,
                             "{} {id}: ceiling ({c_tokens}, {c_wire}) under ({}, {})",

@@ -679,6 +679,10 @@ pub fn summary_item(item: &RawItem, time: i64) -> std::result::Result<(Message, 
         );
         p.payload_bytes = text.len() as u64;
         p.synthetic = doctor;
+        // session-doctor's own compaction: the counts reported before it
+        // are about the history it cut (`check` on the copy calibrates on
+        // the first turn, as compact planned it).
+        p.rewritten = doctor;
         p.compaction = Some(Box::new(CompactionMarker {
             // docker-agent stores no manual/automatic distinction; the
             // summaries session-doctor writes are manual.
