@@ -867,3 +867,44 @@ fn the_settings_step_copies_from_the_hermes_home_the_db_is_in() {
     );
     assert_eq!(snapshot(&src), before);
 }
+
+/// A hermes-agent compaction loop is recorded by the rotations of the
+/// session's chain (`compression:<parent id>` markers): the copy `compact`
+/// writes of the tip keeps them, so it still reports the loop. When another
+/// finding of the session asked for compact (payload-too-large under a
+/// small request limit), `check` printed the compact command on the loop
+/// too, and running it left the loop. Now the command goes only with the
+/// findings the copy no longer has, and the loop says why compact cannot
+/// clear it and what to do instead.
+#[test]
+fn a_loop_the_compacted_copy_keeps_gets_no_compact_command() {
+    let fixtures_before = snapshot(&hx(""));
+    let t = tempfile::tempdir().unwrap();
+    for (db, sid, limit) in [
+        ("hermes-gen/rotate_loop", "66b4fb", "6000"),
+        ("hermes-gen/image_after_compress", "e3af5b", "200000"),
+    ] {
+        let dir = t.path().join(db.replace('/', "-"));
+        copy_dir(&hx(db), &dir);
+        let flags = ["--max-request-bytes", limit];
+        // Every printed command removes the finding that printed it.
+        let r = run_printed_remedies(&flags, &[&dir]);
+        assert!(r.failures.is_empty(), "{db}: {}", r.failures.join("\n"));
+        assert!(r.fixed.contains("payload-too-large"), "{db}: {:?}", r.fixed);
+        // The loop: no command, the reason and the alternative instead.
+        let loop_ = finding(&dir, sid, "compaction-loop", &flags);
+        assert_eq!(loop_["severity"], "error");
+        assert_eq!(loop_["remedy_command"], Value::Null, "{db}: {loop_:#}");
+        let remedy = loop_["remedy"].as_str().unwrap();
+        assert!(
+            remedy.contains("session-doctor compact cannot clear it here")
+                && remedy.contains("keeps the compactions of the loop")
+                && remedy.contains("switch to a model with a larger context"),
+            "{db}: {remedy}"
+        );
+        // The finding compact does fix still gets the command.
+        let payload = finding(&dir, sid, "payload-too-large", &flags);
+        assert!(payload["remedy_command"].is_string(), "{db}: {payload:#}");
+    }
+    assert_eq!(snapshot(&hx("")), fixtures_before, "fixtures changed");
+}

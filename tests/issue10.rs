@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Runs `args` and parses stdout as JSON (any exit code).
 fn run(args: &[String]) -> (Option<i32>, Value, String) {
@@ -18,102 +18,6 @@ fn run(args: &[String]) -> (Option<i32>, Value, String) {
 
 fn s(p: &Path) -> String {
     p.display().to_string()
-}
-
-/// What running every printed remedy of a `check` gave.
-struct Remedies {
-    /// Commands run.
-    tried: usize,
-    /// Codes whose printed command ran and fixed them.
-    fixed: std::collections::BTreeSet<String>,
-    failures: Vec<String>,
-}
-
-/// Runs `check --format json <flags> <inputs>`, then every distinct
-/// `remedy_command` it printed, as printed, and `check <flags>` on the
-/// command's `--out`: the session is there (gone only for
-/// `empty-continuation`, whose repair drops the empty session), that check
-/// reads everything (exit 0 or 1, never 2), and the finding's code is no
-/// longer reported at warning or above for that session.
-fn run_printed_remedies(flags: &[&str], inputs: &[&Path]) -> Remedies {
-    let mut args: Vec<String> = vec!["check".into(), "--format".into(), "json".into()];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    args.extend(inputs.iter().map(|p| s(p)));
-    let (_, doc, err) = run(&args);
-    assert!(doc["sessions"].as_array().is_some(), "{err}");
-    let mut r = Remedies {
-        tried: 0,
-        fixed: Default::default(),
-        failures: Vec::new(),
-    };
-    // Each command once, with every finding that printed it.
-    let mut by_cmd: std::collections::BTreeMap<String, (Value, Vec<Value>)> = Default::default();
-    for sess in doc["sessions"].as_array().unwrap() {
-        for f in sess["findings"].as_array().unwrap() {
-            if let Some(cmd) = f["remedy_command"].as_str() {
-                by_cmd
-                    .entry(cmd.to_string())
-                    .or_insert_with(|| (sess["id"].clone(), Vec::new()))
-                    .1
-                    .push(f.clone());
-            }
-        }
-    }
-    for (cmd, (sid, fs)) in &by_cmd {
-        r.tried += 1;
-        let words = shell_words::split(cmd).unwrap();
-        assert_eq!(words[0], "session-doctor", "{cmd}");
-        let (code, _, err) = run(&words[1..]);
-        if code != Some(0) {
-            r.failures.push(format!("{cmd}: exit {code:?}: {err}"));
-            continue;
-        }
-        let out = words
-            .iter()
-            .position(|w| w == "--out")
-            .map(|i| PathBuf::from(&words[i + 1]))
-            .unwrap();
-        let mut again: Vec<String> = vec!["check".into(), "--format".into(), "json".into()];
-        again.extend(flags.iter().map(|f| f.to_string()));
-        again.push(s(&out));
-        let (code, after, err) = run(&again);
-        let Some(sessions) = after["sessions"].as_array() else {
-            r.failures
-                .push(format!("{cmd}: check on the copy printed no JSON: {err}"));
-            continue;
-        };
-        if code == Some(2) {
-            r.failures
-                .push(format!("{cmd}: check on the copy could not read it: {err}"));
-            continue;
-        }
-        let present = sessions.iter().any(|x| x["id"] == *sid);
-        let drops = fs.iter().all(|f| f["code"] == "empty-continuation");
-        if present == drops {
-            r.failures.push(format!(
-                "{cmd}: session {sid} is {} the copy",
-                if present { "still in" } else { "missing from" }
-            ));
-            continue;
-        }
-        for f in fs {
-            let still: Vec<&Value> = sessions
-                .iter()
-                .filter(|x| x["id"] == *sid)
-                .flat_map(|x| x["findings"].as_array().unwrap())
-                .filter(|g| g["code"] == f["code"] && g["severity"] != "info")
-                .collect();
-            if still.is_empty() {
-                r.fixed.insert(f["code"].as_str().unwrap().to_string());
-            } else {
-                r.failures.push(format!(
-                    "{cmd}: {} still reported on the copy: {}",
-                    f["code"], still[0]["detail"]
-                ));
-            }
-        }
-    }
-    r
 }
 
 /// Issue 10 item 2: every finding that prints a `remedy_command` is fixed by
@@ -200,6 +104,33 @@ fn issue10_item2_printed_remedies_of_damage_and_small_limits_fix_their_findings(
             r.fixed.contains(code),
             "{code} not fixed with {flags:?}: {:?}",
             r.fixed
+        );
+    }
+}
+
+/// Every printed remedy removes its finding under small limits too, on a
+/// copy of every fixture: a byte limit that makes compact cut (where other
+/// findings of the session also ask for compact: a hermes-agent loop the
+/// copy keeps once got the compact command the session's
+/// payload-too-large asked for) and a small context (over-budget, with
+/// the calibration the copy gets).
+#[test]
+fn every_printed_remedy_fixes_its_finding_under_small_limits() {
+    for flags in [
+        &["--max-request-bytes", "60000"][..],
+        &["--context", "25000", "--max-output", "4000"][..],
+    ] {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("fixtures");
+        copy_dir(&fixtures(), &root);
+        let r = run_printed_remedies(flags, &[&root]);
+        assert!(r.tried >= 5, "{flags:?}: only {} remedies found", r.tried);
+        assert!(
+            r.failures.is_empty(),
+            "{flags:?}: {} of {} remedies failed:\n{}",
+            r.failures.len(),
+            r.tried,
+            r.failures.join("\n")
         );
     }
 }

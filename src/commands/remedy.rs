@@ -15,9 +15,14 @@
 //!   measures and plans the same wherever it is run, whatever config file
 //!   sits there), and for a stored failure the size of the request that
 //!   failed as `--max-request-bytes` (a limit below it wedged the session).
+//! - A command goes only with the findings it removes: the `compact` plan
+//!   is judged by the rules of those findings' codes on the session as the
+//!   plan leaves it (in memory), and a finding the copy would still have
+//!   says why instead (a hermes-agent compaction loop is recorded by the
+//!   earlier sessions of its chain, which the copy keeps).
 
 use crate::config::Settings;
-use crate::diagnose::{Finding, Fix, Options, Severity};
+use crate::diagnose::{Code, Finding, Fix, Options, Severity};
 use crate::formats::Store;
 use crate::model::Session;
 use std::borrow::Cow;
@@ -92,8 +97,10 @@ fn budget_flags(b: &Settings) -> Vec<String> {
 /// with `options`) that a command fixes (at warning or above); the session
 /// is used up by the planning. A compact command is printed only after planning
 /// it: when compact cannot reach what the findings ask, the finding says
-/// why instead. A stored failure of the request size suggests its size as
-/// `--max-request-bytes` when that limit is reachable.
+/// why instead; and only on the findings whose codes the planned copy no
+/// longer reports (at warning or above), the others say so. A stored
+/// failure of the request size suggests its size as `--max-request-bytes`
+/// when that limit is reachable.
 pub fn fill(
     store: &dyn Store,
     session: Session,
@@ -119,6 +126,8 @@ pub fn fill(
         .iter()
         .any(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning);
     let mut compact_cmd: Result<String, Unreached> = Err(Unreached::default());
+    // What the planned copy still reports, by code.
+    let mut left: Vec<Finding> = Vec::new();
     if wants_compact {
         // Every setting the check ran with is carried as a flag: no config
         // file where the command is run may change what it plans.
@@ -143,20 +152,29 @@ pub fn fill(
             .then_some(budget.max_request_bytes);
         let target = |limit: Option<u64>| super::compact::target_of(options, findings, None, limit);
         let user = |session: Session| {
-            reaches(store, Cow::Owned(session), &target(user_limit)).map(|()| match user_limit {
-                Some(u) => format!("{c} --max-request-bytes {u}"),
-                None => c.clone(),
+            reaches(store, Cow::Owned(session), &target(user_limit)).map(|planned| {
+                let cmd = match user_limit {
+                    Some(u) => format!("{c} --max-request-bytes {u}"),
+                    None => c.clone(),
+                };
+                (cmd, planned)
             })
         };
         // The last plan edits the session itself (no copy of a huge
         // session is made only to find out whether compact can do it).
-        compact_cmd = match failed {
+        let planned = match failed {
             Some(b) => match reaches(store, Cow::Borrowed(&session), &target(Some(b))) {
-                Ok(()) => Ok(format!("{c} --max-request-bytes {b}")),
+                Ok(planned) => Ok((format!("{c} --max-request-bytes {b}"), planned)),
                 Err(_) => user(session),
             },
             None => user(session),
         };
+        compact_cmd = planned.map(|(cmd, planned)| {
+            if let Some(copy) = planned {
+                left = still_reported(&copy, findings, options);
+            }
+            cmd
+        });
     }
     for f in findings
         .iter_mut()
@@ -166,7 +184,17 @@ pub fn fill(
             Fix::None => None,
             Fix::Repair => Some(head("repair")),
             Fix::Compact => match &compact_cmd {
-                Ok(c) => Some(c.clone()),
+                Ok(c) => match left.iter().find(|g| g.code == f.code) {
+                    None => Some(c.clone()),
+                    Some(g) => {
+                        f.remedy = format!(
+                            "{} (session-doctor compact cannot clear it here: {})",
+                            f.remedy,
+                            left_why(g, &f.detail)
+                        );
+                        None
+                    }
+                },
                 Err(u) => {
                     f.remedy = format!(
                         "{} (session-doctor compact cannot do it here: {})",
@@ -185,6 +213,46 @@ pub fn fill(
     }
 }
 
+/// The findings the copy `compact` plans would still report (one per code,
+/// at warning or above), among the codes of `findings` that ask for compact:
+/// their rules run on `copy`, the session as the plan left it in memory
+/// (each rule a pure function of the session: no copy is written or read
+/// back).
+fn still_reported(copy: &Session, findings: &[Finding], options: &Options) -> Vec<Finding> {
+    let mut codes: Vec<Code> = findings
+        .iter()
+        .filter(|f| f.fix == Fix::Compact && f.severity >= Severity::Warning)
+        .map(|f| f.code)
+        .collect();
+    codes.sort_unstable();
+    codes.dedup();
+    let facts = crate::diagnose::Facts::new(copy);
+    codes
+        .into_iter()
+        .filter_map(|code| {
+            (crate::diagnose::rule(code).check)(&facts, options)
+                .into_iter()
+                .find(|g| g.severity >= Severity::Warning)
+        })
+        .collect()
+}
+
+/// Why the copy still has `left` (its finding of the code), and what to
+/// do instead; its detail when it is not the original's (`detail`).
+fn left_why(left: &Finding, detail: &str) -> String {
+    let on_copy = if left.detail == detail {
+        String::new()
+    } else {
+        format!(": {}", left.detail)
+    };
+    match left.code {
+        Code::CompactionLoop => format!(
+            "the copy it writes keeps the compactions of the loop, so it reports it too{on_copy}; resume the session and see whether the agent compacts again, else switch to a model with a larger context"
+        ),
+        _ => format!("the copy it writes still reports it{on_copy}"),
+    }
+}
+
 /// Why `session-doctor compact` cannot reach what a session's findings ask:
 /// the sentence, and its figures when the budget is out of reach.
 #[derive(Debug, Default)]
@@ -195,18 +263,21 @@ struct Unreached {
 
 /// Whether `session-doctor compact` reaches its goals on `session` for
 /// `target` (only that: the plan's edits are not described, compact itself
-/// does that): the reason when it cannot.
+/// does that), with the session as the plan left it when it applied steps
+/// (`None` when it answered without: strip-media alone surely fits); the
+/// reason when it cannot.
 fn reaches(
     store: &dyn Store,
     session: Cow<'_, Session>,
     target: &crate::treat::compact::Target,
-) -> Result<(), Unreached> {
-    let p = crate::treat::compact::plan_to_reach(store.copier(), session, target).map_err(|e| {
-        Unreached {
-            why: crate::error::chain(&e),
-            shortfall: None,
-        }
-    })?;
+) -> Result<Option<Session>, Unreached> {
+    let (p, planned) =
+        crate::treat::compact::plan_to_reach_keeping(store.copier(), session, target).map_err(
+            |e| Unreached {
+                why: crate::error::chain(&e),
+                shortfall: None,
+            },
+        )?;
     match (p.unreachable, p.edits.is_empty()) {
         (Some(why), _) => Err(Unreached {
             why,
@@ -216,6 +287,6 @@ fn reaches(
             why: "it would change nothing".into(),
             shortfall: None,
         }),
-        (None, false) => Ok(()),
+        (None, false) => Ok(planned),
     }
 }

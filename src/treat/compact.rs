@@ -956,7 +956,7 @@ pub fn plan(
     t: &Target,
     describe: Option<&Describe<'_>>,
 ) -> Result<Plan> {
-    plan_steps(store, s, t, describe, false)
+    plan_steps(store, s, t, describe, false).map(|(p, _)| p)
 }
 
 /// [`plan`] asked only whether compact reaches `t` (what `check` asks
@@ -983,6 +983,19 @@ pub fn plan_to_reach(
     s: std::borrow::Cow<'_, Session>,
     t: &Target,
 ) -> Result<Plan> {
+    plan_steps(store, s, t, None, true).map(|(p, _)| p)
+}
+
+/// [`plan_to_reach`], with the session as the plan left it when it
+/// applied a step (what the copy holds, but for the cut it may leave out):
+/// `None` when it answered without applying any (from the floor, or from
+/// the ceiling with strip-media's edits). `check` judges on it whether the
+/// copy still has a finding.
+pub fn plan_to_reach_keeping(
+    store: &dyn Applier,
+    s: std::borrow::Cow<'_, Session>,
+    t: &Target,
+) -> Result<(Plan, Option<Session>)> {
     plan_steps(store, s, t, None, true)
 }
 
@@ -993,7 +1006,7 @@ fn plan_steps(
     t: &Target,
     describe: Option<&Describe<'_>>,
     to_reach: bool,
-) -> Result<Plan> {
+) -> Result<(Plan, Option<Session>)> {
     // The original's calibration: the least overhead a state is measured
     // with (each state otherwise as `check` measures it, see `figures`).
     let base = agent_overhead(&s);
@@ -1017,7 +1030,7 @@ fn plan_steps(
                 let short = f.shortfall(t);
                 plan.unreachable = Some(short.why());
                 plan.shortfall = Some(short);
-                return Ok(plan);
+                return Ok((plan, None));
             }
         }
     }
@@ -1046,7 +1059,7 @@ fn plan_steps(
             if fits_target(t, tokens, wire) {
                 plan.fits = true;
                 plan.edits = edits;
-                return Ok(plan);
+                return Ok((plan, None));
             }
         }
     }
@@ -1202,7 +1215,11 @@ fn plan_steps(
         plan.unreachable = Some(short.why());
         plan.shortfall = Some(short);
     }
-    Ok(plan)
+    let planned = match cur {
+        std::borrow::Cow::Owned(o) if !plan.steps.is_empty() => Some(o),
+        _ => None,
+    };
+    Ok((plan, planned))
 }
 
 #[cfg(test)]

@@ -111,3 +111,131 @@ pub fn with_code(doc: &serde_json::Value, code: &str) -> Vec<serde_json::Value> 
         .filter(|f| f["code"] == code)
         .collect()
 }
+
+/// Runs the binary with `args` (any exit code): the exit code, stdout
+/// parsed as JSON (`null` when it is not) and stderr.
+pub fn run_any(args: &[String]) -> (Option<i32>, serde_json::Value, String) {
+    let out = bin().args(args).output().unwrap();
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// What running every printed remedy of a `check` gave.
+pub struct Remedies {
+    /// Commands run.
+    pub tried: usize,
+    /// Codes whose printed command ran and fixed them.
+    pub fixed: std::collections::BTreeSet<String>,
+    pub failures: Vec<String>,
+}
+
+/// Runs `check --format json <flags> <inputs>`, then every distinct
+/// `remedy_command` it printed, as printed, and `check <flags>` on the
+/// command's `--out`: the session is there (gone only for
+/// `empty-continuation`, whose repair drops the empty session), that check
+/// reads everything (exit 0 or 1, never 2), and the finding's code is no
+/// longer reported at warning or above for that session. The inputs are
+/// hashed before and after (every file and folder, but the
+/// `*.session-doctor` folders the commands write beside a store): a
+/// change is a failure.
+pub fn run_printed_remedies(flags: &[&str], inputs: &[&Path]) -> Remedies {
+    let s = |p: &Path| p.display().to_string();
+    let run = run_any;
+    // The commands write `<copy base>.session-doctor/…`, inside an input
+    // that holds its stores in subfolders: left out of the comparison.
+    let hashed = |p: &Path| {
+        let mut m = snapshot(p);
+        m.retain(|k, _| !k.contains(".session-doctor"));
+        m
+    };
+    let before: Vec<_> = inputs.iter().map(|p| hashed(p)).collect();
+    let mut args: Vec<String> = vec!["check".into(), "--format".into(), "json".into()];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    args.extend(inputs.iter().map(|p| s(p)));
+    let (_, doc, err) = run(&args);
+    assert!(doc["sessions"].as_array().is_some(), "{err}");
+    let mut r = Remedies {
+        tried: 0,
+        fixed: Default::default(),
+        failures: Vec::new(),
+    };
+    // Each command once, with every finding that printed it.
+    let mut by_cmd: std::collections::BTreeMap<
+        String,
+        (serde_json::Value, Vec<serde_json::Value>),
+    > = Default::default();
+    for sess in doc["sessions"].as_array().unwrap() {
+        for f in sess["findings"].as_array().unwrap() {
+            if let Some(cmd) = f["remedy_command"].as_str() {
+                by_cmd
+                    .entry(cmd.to_string())
+                    .or_insert_with(|| (sess["id"].clone(), Vec::new()))
+                    .1
+                    .push(f.clone());
+            }
+        }
+    }
+    for (cmd, (sid, fs)) in &by_cmd {
+        r.tried += 1;
+        let words = shell_words::split(cmd).unwrap();
+        assert_eq!(words[0], "session-doctor", "{cmd}");
+        let (code, _, err) = run(&words[1..]);
+        if code != Some(0) {
+            r.failures.push(format!("{cmd}: exit {code:?}: {err}"));
+            continue;
+        }
+        let out = words
+            .iter()
+            .position(|w| w == "--out")
+            .map(|i| PathBuf::from(&words[i + 1]))
+            .unwrap();
+        let mut again: Vec<String> = vec!["check".into(), "--format".into(), "json".into()];
+        again.extend(flags.iter().map(|f| f.to_string()));
+        again.push(s(&out));
+        let (code, after, err) = run(&again);
+        let Some(sessions) = after["sessions"].as_array() else {
+            r.failures
+                .push(format!("{cmd}: check on the copy printed no JSON: {err}"));
+            continue;
+        };
+        if code == Some(2) {
+            r.failures
+                .push(format!("{cmd}: check on the copy could not read it: {err}"));
+            continue;
+        }
+        let present = sessions.iter().any(|x| x["id"] == *sid);
+        let drops = fs.iter().all(|f| f["code"] == "empty-continuation");
+        if present == drops {
+            r.failures.push(format!(
+                "{cmd}: session {sid} is {} the copy",
+                if present { "still in" } else { "missing from" }
+            ));
+            continue;
+        }
+        for f in fs {
+            let still: Vec<&serde_json::Value> = sessions
+                .iter()
+                .filter(|x| x["id"] == *sid)
+                .flat_map(|x| x["findings"].as_array().unwrap())
+                .filter(|g| g["code"] == f["code"] && g["severity"] != "info")
+                .collect();
+            if still.is_empty() {
+                r.fixed.insert(f["code"].as_str().unwrap().to_string());
+            } else {
+                r.failures.push(format!(
+                    "{cmd}: {} still reported on the copy: {}",
+                    f["code"], still[0]["detail"]
+                ));
+            }
+        }
+    }
+    for (p, b) in inputs.iter().zip(before) {
+        if hashed(p) != b {
+            r.failures.push(format!("{} changed", p.display()));
+        }
+    }
+    r
+}
