@@ -807,3 +807,100 @@ fn compact_and_repair_claim_nothing_about_sessions_when_none_could_be_read() {
     }
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
+
+/// The Claude Code transcript the tests below derive their inputs from.
+fn cc_transcript() -> std::path::PathBuf {
+    fixtures().join(
+        "claude-code/claude-code-gen/multi/projects/-home-dev-cc-dev-claude-multi-proj/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl",
+    )
+}
+
+/// The short Codex rollout the tests below derive their inputs from.
+fn codex_rollout() -> std::path::PathBuf {
+    fixtures().join(
+        "codex/localpush/sessions/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl",
+    )
+}
+
+/// The lines of `src` (no line feeds), with `edit` applied, written to
+/// `dst` (each line ended by a line feed).
+fn derive_lines(
+    src: &std::path::Path,
+    dst: &std::path::Path,
+    edit: impl FnOnce(&mut Vec<Vec<u8>>),
+) {
+    let bytes = std::fs::read(src).unwrap();
+    let mut lines: Vec<Vec<u8>> = bytes
+        .strip_suffix(b"\n")
+        .unwrap_or(&bytes)
+        .split(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect();
+    edit(&mut lines);
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    let mut out = lines.join(&b'\n');
+    out.push(b'\n');
+    std::fs::write(dst, out).unwrap();
+}
+
+/// The `error` of each `unreadable` finding of `check` on `p`, by line.
+fn unreadable_errors(p: &std::path::Path) -> Vec<(u64, String)> {
+    let doc = json(&[
+        "check",
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+        p.to_str().unwrap(),
+    ]);
+    with_code(&doc, "unreadable")
+        .iter()
+        .map(|f| {
+            (
+                f["location"]["line"].as_u64().unwrap(),
+                f["error"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// serde_json's own position ("at line 1 column 200": it reads one line
+/// alone) was shown inside findings that name line 6, so "line 1" and
+/// "line 6" named the same line. The position is now a column of the
+/// named line.
+#[test]
+fn a_json_error_in_a_line_says_its_column_in_that_line_not_line_1() {
+    let t = tempfile::tempdir().unwrap();
+    let cc = t
+        .path()
+        .join("cc/projects/p/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl");
+    derive_lines(&cc_transcript(), &cc, |l| l[5].truncate(200));
+    let cx = t
+        .path()
+        .join("cx/sessions/2026/02/23")
+        .join(codex_rollout().file_name().unwrap());
+    derive_lines(&codex_rollout(), &cx, |l| l[10].truncate(300));
+    let before = snapshot(t.path());
+
+    let said = unreadable_errors(&cc);
+    assert_eq!(
+        said,
+        vec![(
+            6,
+            "invalid JSON: EOF while parsing a string at column 200 of line 6".to_string()
+        )]
+    );
+    let said = unreadable_errors(&cx);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(said[0].0, 11);
+    assert!(said[0].1.starts_with("invalid JSON: "), "{said:?}");
+    assert!(said[0].1.ends_with(" at column 300 of line 11"), "{said:?}");
+    // The table says it the same way, and never serde_json's "line 1".
+    for p in [&cc, &cx] {
+        let out = bin().args(["check", p.to_str().unwrap()]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(" of line "), "{text}");
+        assert!(!text.contains("at line 1 column"), "{text}");
+    }
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}

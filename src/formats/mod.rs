@@ -840,6 +840,27 @@ pub(crate) fn from_line<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> serde_
     }
 }
 
+/// What serde_json found wrong in line `n` of a JSONL file, for a finding
+/// that names that line: serde_json reads the line alone, so its own
+/// position ("at line 1 column 200") always says line 1, which read beside
+/// our "line 6" named another line. The position is said as a column of
+/// line `n` ("at column 200 of line 6"; serde_json counts bytes from 1).
+/// The one place the JSONL readers (Claude Code, Codex) word a JSON error
+/// of a line.
+pub(crate) fn line_json_error(e: &serde_json::Error, n: u64) -> String {
+    let text = e.to_string();
+    if e.line() == 0 {
+        return text;
+    }
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&at) {
+        Some(what) if e.line() == 1 => format!("{what} at column {} of line {n}", e.column()),
+        // Not within one line (the reader never gives one a line feed):
+        // serde_json's words as they are.
+        _ => text,
+    }
+}
+
 /// Whether `body` may hold a surrogate escape (`\uD800` to `\uDFFF`, any
 /// case): serde_json refuses a lone one in a tree, but a typed reader
 /// skips the strings it does not keep without decoding them, so a text

@@ -824,14 +824,15 @@ fn read_line(buf: &[u8], line: LineRef, fi: usize, want_cwd: bool) -> LineRead {
         } else if scan.number_out_of_range(body) {
             Err("a number out of range (beyond what a 64-bit float holds: the line could not be edited)".into())
         } else {
-            Fields::read(body, &mut scratch).map_err(|e| e.to_string())
+            Fields::read(body, &mut scratch)
+                .map_err(|e| crate::formats::line_json_error(&e, line.number()))
         }
     } else {
         // Not an object: say whether it is JSON at all.
         Err(
             match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
                 Ok(_) => String::new(),
-                Err(e) => e.to_string(),
+                Err(e) => crate::formats::line_json_error(&e, line.number()),
             },
         )
     };

@@ -1999,7 +1999,10 @@ fn pre_read(body: &[u8], fast: bool, line: LineRef) -> Pre {
     match crate::formats::from_line::<Value>(body) {
         Ok(v) if v.is_object() => Pre::Tree(v),
         Ok(_) => Pre::Bad("expected a JSON object".to_string()),
-        Err(e) => Pre::Bad(format!("invalid JSON: {e}")),
+        Err(e) => Pre::Bad(format!(
+            "invalid JSON: {}",
+            crate::formats::line_json_error(&e, line.number())
+        )),
     }
 }
 
