@@ -904,3 +904,71 @@ fn a_json_error_in_a_line_says_its_column_in_that_line_not_line_1() {
     }
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
+
+/// A UTF-8 byte order mark before the first line (an editor's "UTF-8 with
+/// BOM") was reported as "invalid JSON: expected value at line 1 column
+/// 1", naming nothing. It is named now. The line stays unread, as the
+/// agents read it: Claude Code's `JSON.parse` of the line and Codex's
+/// serde_json both refuse it and skip the line.
+#[test]
+fn a_byte_order_mark_is_named_and_the_line_is_read_as_the_agent_reads_it() {
+    let t = tempfile::tempdir().unwrap();
+    let bom = |l: &mut Vec<Vec<u8>>| {
+        l[0].splice(0..0, *b"\xEF\xBB\xBF");
+    };
+    let cc = t
+        .path()
+        .join("cc/projects/p/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl");
+    derive_lines(&cc_transcript(), &cc, bom);
+    let cx = t
+        .path()
+        .join("cx/sessions/2026/02/23")
+        .join(codex_rollout().file_name().unwrap());
+    derive_lines(&codex_rollout(), &cx, bom);
+    let lg = t.path().join("legacy");
+    copy_dir(&oc("legacy-1.1.65"), &lg);
+    let part =
+        lg.join("storage/part/msg_202e5183c001cxCQ1pmRf0SZWd/prt_202e518ac00137j9FUAv8aTDVq.json");
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(std::fs::read(&part).unwrap());
+    std::fs::write(&part, bytes).unwrap();
+    let before = snapshot(t.path());
+
+    let mark = "the line starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow";
+    assert_eq!(
+        unreadable_errors(&cc),
+        vec![(
+            1,
+            format!("invalid JSON: {mark}: Claude Code (JSON.parse of each line) cannot read the line either and skips it")
+        )]
+    );
+    assert_eq!(
+        unreadable_errors(&cx),
+        vec![(
+            1,
+            format!(
+                "invalid JSON: {mark}: Codex (serde_json) cannot read the line either and skips it"
+            )
+        )]
+    );
+    // The rest of each file is read.
+    for (p, src) in [(&cc, cc_transcript()), (&cx, codex_rollout())] {
+        let got = json(&["list", "--format", "json", p.to_str().unwrap()]);
+        let want = json(&["list", "--format", "json", src.to_str().unwrap()]);
+        assert_eq!(got["sessions"].as_array().unwrap().len(), 1);
+        assert!(
+            got["sessions"][0]["messages"].as_u64().unwrap() + 1
+                >= want["sessions"][0]["messages"].as_u64().unwrap(),
+            "{got:#}"
+        );
+    }
+    // A JSON file of a legacy opencode tree.
+    let doc = json(&["check", "--format", "json", lg.to_str().unwrap()]);
+    let u = with_code(&doc, "unreadable");
+    assert_eq!(u.len(), 1, "{doc:#}");
+    assert_eq!(
+        u[0]["error"],
+        "invalid JSON: the file starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow"
+    );
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}

@@ -840,14 +840,35 @@ pub(crate) fn from_line<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> serde_
     }
 }
 
-/// What serde_json found wrong in line `n` of a JSONL file, for a finding
-/// that names that line: serde_json reads the line alone, so its own
-/// position ("at line 1 column 200") always says line 1, which read beside
-/// our "line 6" named another line. The position is said as a column of
-/// line `n` ("at column 200 of line 6"; serde_json counts bytes from 1).
+/// The UTF-8 byte order mark, which JSON does not allow (RFC 8259, 8.1).
+pub(crate) const UTF8_BOM: &[u8; 3] = b"\xEF\xBB\xBF";
+
+/// What a JSON text that starts with [`UTF8_BOM`] is told (`what`: "the
+/// line", "the file"): an editor that saved it "as UTF-8 with BOM" gives
+/// no other sign, and serde_json's "expected value at column 1" names none.
+pub(crate) fn bom_error(what: &str) -> String {
+    format!("{what} starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow")
+}
+
+/// What serde_json found wrong in line `n` (`body`) of a JSONL file, for a
+/// finding that names that line; `agent` names the agent and how it reads a
+/// line, for a line it cannot read either ("Codex (serde_json)").
+///
+/// serde_json reads the line alone, so its own position ("at line 1
+/// column 200") always says line 1, which read beside our "line 6" named
+/// another line. The position is said as a column of line `n` ("at column
+/// 200 of line 6"; serde_json counts bytes from 1). A line that starts with
+/// a UTF-8 byte order mark says so ([`bom_error`]): the agent's reader
+/// refuses it too, so the line is not read past it, as the agent does not.
 /// The one place the JSONL readers (Claude Code, Codex) word a JSON error
 /// of a line.
-pub(crate) fn line_json_error(e: &serde_json::Error, n: u64) -> String {
+pub(crate) fn line_json_error(e: &serde_json::Error, body: &[u8], n: u64, agent: &str) -> String {
+    if body.trim_ascii_start().starts_with(UTF8_BOM) {
+        return format!(
+            "{}: {agent} cannot read the line either and skips it",
+            bom_error("the line")
+        );
+    }
     let text = e.to_string();
     if e.line() == 0 {
         return text;

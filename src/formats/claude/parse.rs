@@ -807,6 +807,10 @@ impl<S: std::hash::BuildHasher> FirstIds<S> {
     }
 }
 
+/// How Claude Code reads a transcript line, for a line it cannot read
+/// either ([`crate::formats::line_json_error`]).
+const CLAUDE_READS: &str = "Claude Code (JSON.parse of each line)";
+
 /// Reads one line (`buf`, its newline included) of file `fi` at `line`.
 fn read_line(buf: &[u8], line: LineRef, fi: usize, want_cwd: bool) -> LineRead {
     let body = buf.trim_ascii_end();
@@ -825,14 +829,14 @@ fn read_line(buf: &[u8], line: LineRef, fi: usize, want_cwd: bool) -> LineRead {
             Err("a number out of range (beyond what a 64-bit float holds: the line could not be edited)".into())
         } else {
             Fields::read(body, &mut scratch)
-                .map_err(|e| crate::formats::line_json_error(&e, line.number()))
+                .map_err(|e| crate::formats::line_json_error(&e, body, line.number(), CLAUDE_READS))
         }
     } else {
         // Not an object: say whether it is JSON at all.
         Err(
             match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
                 Ok(_) => String::new(),
-                Err(e) => crate::formats::line_json_error(&e, line.number()),
+                Err(e) => crate::formats::line_json_error(&e, body, line.number(), CLAUDE_READS),
             },
         )
     };

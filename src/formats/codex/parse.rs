@@ -2001,7 +2001,7 @@ fn pre_read(body: &[u8], fast: bool, line: LineRef) -> Pre {
         Ok(_) => Pre::Bad("expected a JSON object".to_string()),
         Err(e) => Pre::Bad(format!(
             "invalid JSON: {}",
-            crate::formats::line_json_error(&e, line.number())
+            crate::formats::line_json_error(&e, body, line.number(), "Codex (serde_json)")
         )),
     }
 }

@@ -85,7 +85,13 @@ fn unreadable(at: &Path, id: &str, error: String) -> LoadProblem {
 fn read_json(p: &Path) -> std::result::Result<(Value, u64), String> {
     let bytes =
         crate::fsx::read_capped(p, crate::fsx::MAX_JSON_DOC_BYTES).map_err(|e| e.to_string())?;
-    let v = serde_json::from_slice(&bytes).map_err(|e| format!("invalid JSON: {e}"))?;
+    let v = serde_json::from_slice(&bytes).map_err(|e| {
+        if bytes.starts_with(crate::formats::UTF8_BOM) {
+            format!("invalid JSON: {}", crate::formats::bom_error("the file"))
+        } else {
+            format!("invalid JSON: {e}")
+        }
+    })?;
     Ok((v, bytes.len() as u64))
 }
 
