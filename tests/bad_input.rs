@@ -972,3 +972,98 @@ fn a_byte_order_mark_is_named_and_the_line_is_read_as_the_agent_reads_it() {
     );
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
+
+/// The `error` of each `unreadable` finding of `check` on `p`, sorted.
+fn unreadable_said(p: &std::path::Path) -> Vec<String> {
+    let doc = json(&[
+        "check",
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+        p.to_str().unwrap(),
+    ]);
+    let mut said: Vec<String> = with_code(&doc, "unreadable")
+        .iter()
+        .map(|f| f["error"].as_str().unwrap().to_string())
+        .collect();
+    said.sort();
+    said
+}
+
+/// A required field of another type (`"role": 5`) was reported as
+/// "missing string field `role`", which sent the reader looking for a
+/// field that is there. It now says what was expected and what was found.
+#[test]
+fn a_required_field_of_the_wrong_type_says_what_was_found_not_missing() {
+    let t = tempfile::tempdir().unwrap();
+    // opencode's SQLite store: a message whose role is a number, a part
+    // whose type is an array.
+    let db = t.path().join("oc/opencode.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    std::fs::copy(oc("plain").join("opencode.db"), &db).unwrap();
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "UPDATE message SET data = json_set(data, '$.role', 5) WHERE id = (SELECT id FROM message ORDER BY id LIMIT 1)",
+        [],
+    )
+    .unwrap();
+    c.execute(
+        "UPDATE part SET data = json_set(data, '$.type', json('[1]')) WHERE id = (SELECT id FROM part ORDER BY id LIMIT 1)",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    // The legacy tree: a role that is null, a `time.created` that is text.
+    let lg = t.path().join("legacy");
+    copy_dir(&oc("legacy-1.1.65"), &lg);
+    let dir = lg.join("storage/message/ses_dfd1ae85effe5u4syGjAIhhhc2");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let edit = |f: &std::path::Path, ptr: &str, to: serde_json::Value| {
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+        *v.pointer_mut(ptr).unwrap() = to;
+        std::fs::write(f, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    };
+    edit(&files[0], "/role", serde_json::Value::Null);
+    edit(&files[1], "/time/created", "soon".into());
+    // docker-agent: a chat.Message whose role is a number.
+    let da = t.path().join("da/session.db");
+    std::fs::create_dir_all(da.parent().unwrap()).unwrap();
+    std::fs::copy(fixtures().join("docker-agent/real/session.db"), &da).unwrap();
+    let c = rusqlite::Connection::open(&da).unwrap();
+    c.execute(
+        "UPDATE session_items SET message_json = json_set(message_json, '$.role', 5) WHERE id = 1",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let before = snapshot(t.path());
+
+    assert_eq!(
+        unreadable_said(&db),
+        vec![
+            "`role`: expected a string, found the number 5".to_string(),
+            "`type` in the part: expected a string, found an array".to_string(),
+        ]
+    );
+    assert_eq!(
+        unreadable_said(&lg),
+        vec![
+            "`role`: expected a string, found null".to_string(),
+            "`time.created`: expected an integer (milliseconds), found the string \"soon\""
+                .to_string(),
+        ]
+    );
+    assert_eq!(
+        unreadable_said(&da),
+        vec![
+            "`role`: expected a string, found the number 5 (docker-agent cannot load this session)"
+                .to_string()
+        ]
+    );
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}

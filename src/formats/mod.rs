@@ -840,6 +840,77 @@ pub(crate) fn from_line<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> serde_
     }
 }
 
+/// A JSON value in words, for a message saying what was found where
+/// something else was expected: "the number 5", "the string \"ab\"" (its
+/// first 40 characters), "the boolean true", "null", "an object", "an array".
+pub(crate) fn json_found(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(t) => {
+            let shown: String = t.chars().take(40).collect();
+            let more = if shown.len() < t.len() { "..." } else { "" };
+            format!("the string {}{more}", Value::String(shown))
+        }
+        Value::Array(_) => "an array".to_string(),
+        Value::Object(_) => "an object".to_string(),
+    }
+}
+
+/// A field a stored record must hold to be read, for the error that says
+/// why it was not ([`Required::error`]).
+pub(crate) struct Required {
+    /// Its path of object keys (`["time", "created"]`).
+    pub path: &'static [&'static str],
+    /// Its kind, for a missing one: "string", "number".
+    pub kind: &'static str,
+    /// What it must be, in words: "a string".
+    pub expected: &'static str,
+    /// Where it sits, after its name (" in the part"), or "".
+    pub within: &'static str,
+}
+
+impl Required {
+    /// Why the field is not read in `v`: "missing string field `role`" when
+    /// it is absent, else what was expected and what was found ("`role`:
+    /// expected a string, found the number 5"; "`time`: expected an
+    /// object, found null" for a record whose `time` cannot hold
+    /// `time.created`). A field of the wrong type was reported missing.
+    pub(crate) fn error(&self, v: &serde_json::Value) -> String {
+        let mut cur = v;
+        for (k, key) in self.path.iter().enumerate() {
+            let name = format!("`{}`{}", self.path[..=k].join("."), self.within);
+            if !cur.is_object() {
+                let found = json_found(cur);
+                if k == 0 {
+                    return format!("expected a JSON object, found {found}");
+                }
+                let outer = format!("`{}`{}", self.path[..k].join("."), self.within);
+                return format!("{outer}: expected an object, found {found}");
+            }
+            match cur.get(key) {
+                Some(next) if k + 1 < self.path.len() => cur = next,
+                Some(found) => {
+                    return format!(
+                        "{name}: expected {}, found {}",
+                        self.expected,
+                        json_found(found)
+                    )
+                }
+                None => break,
+            }
+        }
+        format!(
+            "missing {} field `{}`{}",
+            self.kind,
+            self.path.join("."),
+            self.within
+        )
+    }
+}
+
 /// The UTF-8 byte order mark, which JSON does not allow (RFC 8259, 8.1).
 pub(crate) const UTF8_BOM: &[u8; 3] = b"\xEF\xBB\xBF";
 

@@ -408,6 +408,14 @@ fn is_blank(v: &Value, role: MsgRole) -> bool {
     }
 }
 
+/// A `chat.Message`'s `role`.
+const ROLE: crate::formats::Required = crate::formats::Required {
+    path: &["role"],
+    kind: "string",
+    expected: "a string",
+    within: "",
+};
+
 /// Builds the message of a `message` item from its `chat.Message` JSON `v`,
 /// stored in `bytes` bytes. The parts' bytes add up to `bytes`: the content
 /// part also carries the JSON around the content (keys, usage, times).
@@ -421,7 +429,18 @@ pub fn message_item(
         return Err("expected a JSON object (chat.Message)".into());
     }
     let id = item.id.as_str();
-    let role_s = str_at(v, "role").ok_or("missing string field `role`")?;
+    let role_s = match str_at(v, "role") {
+        Some(r) => r,
+        // Absent or null, docker-agent reads an empty role; of another type, its
+        // JSON decoder refuses the message.
+        None if v.get("role").is_none_or(Value::is_null) => return Err(ROLE.error(v)),
+        None => {
+            return Err(format!(
+                "{} (docker-agent cannot load this session)",
+                ROLE.error(v)
+            ))
+        }
+    };
     let role = match role_s {
         "user" => MsgRole::User,
         "assistant" => MsgRole::Assistant,

@@ -6,6 +6,7 @@
 use super::view::visible_view;
 use super::PARENT_FIELD;
 use crate::formats::measured::{raw_int, raw_str, raw_true, Figures};
+use crate::formats::Required;
 use crate::measure::parse_data_url;
 use crate::model::*;
 use serde_json::Value;
@@ -170,20 +171,21 @@ impl<'a> MessageInfo<'a> {
         })
     }
 
-    /// The [`Message`]; errors name the missing field.
+    /// The [`Message`]; errors name the field not read
+    /// ([`parse_message`] says why from the stored JSON).
     fn message(
         self,
         id: &str,
         info_bytes: u64,
         time_created: Option<i64>,
-    ) -> std::result::Result<Message, String> {
+    ) -> std::result::Result<Message, &'static Required> {
         let role = match self.role {
             Some(r) => Role::named(&r),
-            None => return Err("missing string field `role`".into()),
+            None => return Err(&ROLE),
         };
         let time_created = match time_created.or(self.created) {
             Some(t) => t,
-            None => return Err("missing number field `time.created`".into()),
+            None => return Err(&CREATED),
         };
         Ok(Message {
             id: id.into(),
@@ -211,6 +213,31 @@ impl<'a> MessageInfo<'a> {
     }
 }
 
+/// A message info's `role`.
+const ROLE: Required = Required {
+    path: &["role"],
+    kind: "string",
+    expected: "a string",
+    within: "",
+};
+
+/// A message info's `time.created` (ms), read when the store has no
+/// `time_created` column.
+const CREATED: Required = Required {
+    path: &["time", "created"],
+    kind: "number",
+    expected: "an integer (milliseconds)",
+    within: "",
+};
+
+/// A part's `type`.
+const PART_TYPE: Required = Required {
+    path: &["type"],
+    kind: "string",
+    expected: "a string",
+    within: " in the part",
+};
+
 /// Builds a [`Message`] from an opencode message info (`raw`, as stored: with or
 /// without `id`/`sessionID`). `time_created` is the stored column or `time.created`.
 /// Errors name the missing or mistyped field.
@@ -223,7 +250,9 @@ pub(crate) fn parse_message(
     if !raw.is_object() {
         return Err("expected a JSON object for the message info".into());
     }
-    MessageInfo::of_value(&raw).message(id, info_bytes, time_created)
+    MessageInfo::of_value(&raw)
+        .message(id, info_bytes, time_created)
+        .map_err(|field| field.error(&raw))
 }
 
 /// [`parse_message`] of a message info's JSON text, read without building
@@ -363,11 +392,12 @@ impl<'a> PartInfo<'a> {
         })
     }
 
-    /// The [`Part`]; errors name the missing field.
-    fn part(self, id: &str, payload_bytes: u64) -> std::result::Result<Part, String> {
+    /// The [`Part`]; errors name the field not read ([`parse_part`] says
+    /// why from the stored JSON).
+    fn part(self, id: &str, payload_bytes: u64) -> std::result::Result<Part, &'static Required> {
         let kind_name = match &self.kind_name {
             Some(t) => sym(t),
-            None => return Err("missing string field `type` in the part".into()),
+            None => return Err(&PART_TYPE),
         };
         let kind = match &*kind_name {
             "text" => PartKind::Text,
@@ -473,7 +503,9 @@ pub(crate) fn parse_part(
     raw: Value,
     payload_bytes: u64,
 ) -> std::result::Result<Part, String> {
-    PartInfo::of_value(&raw).part(id, payload_bytes)
+    PartInfo::of_value(&raw)
+        .part(id, payload_bytes)
+        .map_err(|field| field.error(&raw))
 }
 
 /// [`parse_part`] of a part's JSON text, read without building a tree;

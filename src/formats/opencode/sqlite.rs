@@ -795,7 +795,7 @@ mod tests {
         let (one, _) = both_ways(dbs.last().unwrap(), 1);
         for problem in [
             "invalid JSON in `data`",
-            "missing string field `type`",
+            "expected a JSON object, found the number 42",
             "`id` is not text",
             "not UTF-8",
         ] {
