@@ -1067,3 +1067,77 @@ fn a_required_field_of_the_wrong_type_says_what_was_found_not_missing() {
     );
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
+
+/// A transcript line whose `parentUuid` is neither a string nor null (5,
+/// {}) read as a root message with no word: the history before it was
+/// cut off in silence. It is now unreadable, named by line, as a line
+/// whose `uuid` is not a string is; a repair copy keeps it as stored.
+#[test]
+fn a_parent_uuid_that_is_not_a_string_is_named_not_read_as_a_root() {
+    let t = tempfile::tempdir().unwrap();
+    let project = t.path().join("projects/p");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut lines: Vec<serde_json::Value> = std::fs::read_to_string(cc_transcript())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let first = |ty: &str| lines.iter().position(|v| v["type"] == ty).unwrap();
+    let (a, b) = (first("assistant"), first("attachment"));
+    lines[a]["parentUuid"] = 5.into();
+    lines[b]["parentUuid"] = serde_json::json!({});
+    let text: String = lines.iter().map(|v| format!("{v}\n")).collect();
+    let file = project.join("0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl");
+    std::fs::write(&file, &text).unwrap();
+    let before = snapshot(t.path());
+
+    let p = t.path().to_str().unwrap();
+    let tail =
+        "expected a string or null (the parent message's id): the line is not read as a message";
+    let mut want = vec![
+        (
+            a as u64 + 1,
+            format!("`parentUuid` is the number 5, {tail}"),
+        ),
+        (b as u64 + 1, format!("`parentUuid` is an object, {tail}")),
+    ];
+    want.sort();
+    let doc = json(&["check", "--format", "json", "--fail-on", "never", p]);
+    let mut said: Vec<(u64, String)> = with_code(&doc, "unreadable")
+        .iter()
+        .map(|f| {
+            (
+                f["location"]["line"].as_u64().unwrap(),
+                f["error"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    said.sort();
+    assert_eq!(said, want, "{doc:#}");
+    let got = json(&["list", "--format", "json", p]);
+    let orig = json(&[
+        "list",
+        "--format",
+        "json",
+        cc_transcript().to_str().unwrap(),
+    ]);
+    assert_eq!(
+        got["sessions"][0]["messages"].as_u64().unwrap() + 2,
+        orig["sessions"][0]["messages"].as_u64().unwrap()
+    );
+    bin().args(["check", p]).assert().code(1);
+    // A repair copy leaves both lines as they are stored.
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("out");
+    bin()
+        .args(["repair", p, "--out", dest.to_str().unwrap()])
+        .assert()
+        .success();
+    let copy =
+        std::fs::read_to_string(dest.join("projects/p/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl"))
+            .unwrap();
+    let kept: Vec<&str> = copy.lines().collect();
+    let stored: Vec<&str> = text.lines().collect();
+    assert!(kept.contains(&stored[a]) && kept.contains(&stored[b]));
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}

@@ -257,9 +257,10 @@ fn rlen(r: Raw<'_>) -> u64 {
 
 /// The uuid of a transcript line, read exactly as the loader reads it (the
 /// last `uuid` key; `None` for a line the loader reports as unreadable, too
-/// deep, or without a string uuid), so a copy's writer edits only the lines
-/// that were loaded as messages (fuzz input whole_claude-13: a line with a
-/// byte that is not UTF-8 inside a string is unreadable and stays as it is).
+/// deep, without a string uuid or with a `parentUuid` that is not an id), so
+/// a copy's writer edits only the lines that were loaded as messages (fuzz
+/// input whole_claude-13: a line with a byte that is not UTF-8 inside a
+/// string is unreadable and stays as it is).
 pub(crate) fn line_uuid(body: &[u8]) -> Option<String> {
     let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
     if first != Some(b'{') {
@@ -271,6 +272,9 @@ pub(crate) fn line_uuid(body: &[u8]) -> Option<String> {
     }
     let mut scratch = None;
     let f = Fields::read(body, &mut scratch).ok()?;
+    if parent_not_an_id(&f).is_some() {
+        return None;
+    }
     rstr(f.uuid).map(Cow::into_owned)
 }
 
@@ -807,6 +811,26 @@ impl<S: std::hash::BuildHasher> FirstIds<S> {
     }
 }
 
+/// Why a message line (a string `uuid`) whose `parentUuid` is neither a
+/// string nor null (5, {}, [..]) is not read as a message; `None` for any
+/// other line. It read as a root with no word (review of stop 41); it is
+/// now unreadable, named by line, as a line whose `uuid` is not a string
+/// is ([`read_line`]; [`line_uuid`] agrees, so copies leave it as stored).
+fn parent_not_an_id(v: &Fields<'_>) -> Option<String> {
+    rstr(v.uuid)?;
+    let p = v.parent?.get();
+    if p.starts_with('"') || p == "null" {
+        return None;
+    }
+    let found = serde_json::from_str::<Value>(p).map_or_else(
+        |_| p.chars().take(40).collect(),
+        |v| crate::formats::json_found(&v),
+    );
+    Some(format!(
+        "`parentUuid` is {found}, expected a string or null (the parent message's id): the line is not read as a message"
+    ))
+}
+
 /// How Claude Code reads a transcript line, for a line it cannot read
 /// either ([`crate::formats::line_json_error`]).
 const CLAUDE_READS: &str = "Claude Code (JSON.parse of each line)";
@@ -844,6 +868,9 @@ fn read_line(buf: &[u8], line: LineRef, fi: usize, want_cwd: bool) -> LineRead {
         Ok(v) => v,
         Err(e) => return LineRead::Unreadable(e),
     };
+    if let Some(e) = parent_not_an_id(&v) {
+        return LineRead::Bad(e);
+    }
     if let Some(m) = parse_fields(&v, body, line, fi > 0) {
         let cwd = want_cwd
             .then(|| rstr(v.cwd))
