@@ -1141,3 +1141,80 @@ fn a_parent_uuid_that_is_not_a_string_is_named_not_read_as_a_root() {
     assert!(kept.contains(&stored[a]) && kept.contains(&stored[b]));
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
+
+/// A `-wal` that is not a write-ahead log (its header damaged, or other
+/// bytes under its name) beside a SQLite store: SQLite ignores it in
+/// silence, so a docker-agent store whose tables were in the log read as
+/// "not a session store", naming neither the `-wal` nor what was wrong.
+/// The `-wal` is now named, with what is wrong with it; the store is an
+/// input error and the other inputs are read.
+#[test]
+fn a_wal_that_is_not_a_write_ahead_log_is_named() {
+    let t = tempfile::tempdir().unwrap();
+    let real = fixtures().join("docker-agent/real");
+    let good_wal = std::fs::read(real.join("one-session.db-wal")).unwrap();
+    let damaged = |dir: &str, wal: &[u8]| {
+        let d = t.path().join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::copy(real.join("one-session.db"), d.join("one-session.db")).unwrap();
+        std::fs::write(d.join("one-session.db-wal"), wal).unwrap();
+        d.join("one-session.db")
+    };
+    // A salt byte of the header changed: the checksum no longer matches.
+    let mut salt = good_wal.clone();
+    salt[17] ^= 0xFF;
+    let a = damaged("salt", &salt);
+    // Its first 4 KiB overwritten with other bytes of the store.
+    let mut other = good_wal.clone();
+    other[..4096].copy_from_slice(&std::fs::read(real.join("one-session.db")).unwrap()[..4096]);
+    let b = damaged("other", &other);
+    let good = t.path().join("good/session.db");
+    std::fs::create_dir_all(good.parent().unwrap()).unwrap();
+    std::fs::copy(real.join("session.db"), &good).unwrap();
+    let before = snapshot(t.path());
+
+    for (db, why) in [
+        (&a, "its header checksum does not match its header"),
+        (
+            &b,
+            "it starts with 53514C69, not a write-ahead log's magic number 377F0682 or 377F0683",
+        ),
+    ] {
+        let wal = format!("{}-wal", db.display());
+        let reason =
+            format!("not a valid SQLite write-ahead log ({why}); SQLite ignores such a -wal");
+        // Given by name, or found in its folder.
+        for input in [db.clone(), db.parent().unwrap().to_path_buf()] {
+            let out = bin()
+                .args(["list", "--format", "json"])
+                .arg(&input)
+                .arg(&good)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "{}", input.display());
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc:#}");
+            let errors = doc["errors"].as_array().unwrap();
+            assert_eq!(errors.len(), 1, "{doc:#}");
+            // The store's error, naming its -wal as the FIFO check does.
+            assert_eq!(errors[0]["path"], db.display().to_string(), "{doc:#}");
+            let said = errors[0]["reason"].as_str().unwrap();
+            assert!(said.starts_with(&format!("{wal}: {reason}")), "{said}");
+            bin()
+                .arg("check")
+                .arg(&input)
+                .assert()
+                .code(2)
+                .stderr(contains(format!("{wal}: {reason}")));
+        }
+    }
+    // The fixture itself, with its log as SQLite wrote it, is read.
+    let doc = json(&[
+        "list",
+        "--format",
+        "json",
+        real.join("one-session.db").to_str().unwrap(),
+    ]);
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc:#}");
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}

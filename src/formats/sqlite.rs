@@ -253,6 +253,60 @@ pub fn verify(conn: &Connection, full: bool, shown: &Path) -> Result<()> {
     )
 }
 
+/// Why the `-wal` file `wal` is not a write-ahead log SQLite reads, or
+/// `None` when its header is one (or it is empty: no log yet, or one
+/// checkpointed and truncated). SQLite checks the header as here (its
+/// magic number, page size and checksum, `walIndexRecover`) and ignores a
+/// log that fails, in silence: the database read as if no `-wal` were
+/// there, so a store whose tables were in the log was "not a session
+/// store", naming neither the log nor what was wrong with it.
+pub fn wal_header_problem(wal: &Path) -> std::io::Result<Option<String>> {
+    use std::io::Read;
+    let mut h = Vec::with_capacity(32);
+    fsx::open_regular(wal)?.take(32).read_to_end(&mut h)?;
+    if h.is_empty() {
+        return Ok(None);
+    }
+    if h.len() < 32 {
+        return Ok(Some(format!(
+            "{} bytes, shorter than the 32-byte header of a write-ahead log",
+            h.len()
+        )));
+    }
+    let be = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+    let magic = be(0);
+    if magic & !1 != 0x377F_0682 {
+        return Ok(Some(format!(
+            "it starts with {magic:08X}, not a write-ahead log's magic number 377F0682 or 377F0683"
+        )));
+    }
+    let page = be(8);
+    if !(512..=65536).contains(&page) || !page.is_power_of_two() {
+        return Ok(Some(format!(
+            "its page size {page} is not one SQLite writes (a power of two from 512 to 65536)"
+        )));
+    }
+    // The checksum of the first 24 bytes, in 32-bit words of the byte
+    // order the magic number's last bit names (1: big-endian).
+    let word = |at: usize| {
+        let b = [h[at], h[at + 1], h[at + 2], h[at + 3]];
+        if magic & 1 == 1 {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }
+    };
+    let (mut s1, mut s2) = (0u32, 0u32);
+    for at in (0..24).step_by(8) {
+        s1 = s1.wrapping_add(word(at)).wrapping_add(s2);
+        s2 = s2.wrapping_add(word(at + 4)).wrapping_add(s1);
+    }
+    if (s1, s2) != (be(24), be(28)) {
+        return Ok(Some("its header checksum does not match its header".into()));
+    }
+    Ok(None)
+}
+
 fn copy_file(src: &Path, dst: &Path) -> Result<()> {
     let mut f =
         fsx::open_regular(src).with_context(|| format!("{}: cannot open", src.display()))?;
@@ -343,6 +397,15 @@ impl Snapshot {
             }
         }
         if has(&wal) {
+            if let Some(why) = wal_header_problem(&wal)
+                .with_context(|| format!("{}: cannot read", wal.display()))?
+            {
+                bail!(
+                    "{}: not a valid SQLite write-ahead log ({why}); SQLite ignores such a -wal (the agent does not see what it may hold, and replaces it on its next write), so {} is not read beside it: keep a copy of the -wal, then move it aside to read the database as SQLite reads it",
+                    wal.display(),
+                    source.display()
+                );
+            }
             if has(&shm) {
                 match Snapshot::backup_snapshot(source) {
                     Ok(s) => return Ok(s),
@@ -752,6 +815,36 @@ mod tests {
             .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 1);
+    }
+
+    /// The header check passes a log SQLite wrote and names a damaged one.
+    #[test]
+    fn a_wal_header_sqlite_writes_passes_and_a_damaged_one_is_named() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.db");
+        let c = Connection::open(&p).unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        c.execute("CREATE TABLE t(x)", []).unwrap();
+        let wal = side(&p, "-wal");
+        let good = std::fs::read(&wal).unwrap();
+        drop(c);
+        std::fs::write(&wal, &good).unwrap();
+        assert_eq!(wal_header_problem(&wal).unwrap(), None);
+        let mut bad = good.clone();
+        bad[17] ^= 0xFF;
+        std::fs::write(&wal, &bad).unwrap();
+        assert_eq!(
+            wal_header_problem(&wal).unwrap().as_deref(),
+            Some("its header checksum does not match its header")
+        );
+        std::fs::write(&wal, &good[..10]).unwrap();
+        assert!(wal_header_problem(&wal)
+            .unwrap()
+            .unwrap()
+            .contains("10 bytes"));
+        std::fs::write(&wal, b"").unwrap();
+        assert_eq!(wal_header_problem(&wal).unwrap(), None);
     }
 
     #[test]
