@@ -1218,3 +1218,89 @@ fn a_wal_that_is_not_a_write_ahead_log_is_named() {
     assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc:#}");
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
+
+/// A symbolic link loop inside a legacy opencode `storage/` tree (a link
+/// back to a folder above it, a ring of links) was passed over with no
+/// word: discovery does not walk into a store's folder, and the loader
+/// never follows such a link. Each is now a warning naming it (as a loop
+/// met while walking a folder is), and the sessions are read as before.
+#[test]
+fn a_symbolic_link_loop_in_a_legacy_tree_is_named_and_the_tree_is_read() {
+    let t = tempfile::tempdir().unwrap();
+    let data = t.path().join("legacy");
+    copy_dir(&oc("legacy-1.1.65"), &data);
+    let storage = data.join("storage");
+    std::os::unix::fs::symlink("..", storage.join("part/loop")).unwrap();
+    std::os::unix::fs::symlink("ring-b", storage.join("session/ring-a")).unwrap();
+    std::os::unix::fs::symlink("ring-a", storage.join("session/ring-b")).unwrap();
+    // A message file that is a link to itself: the loader reads it and
+    // reports it as unreadable, so it is not a warning too.
+    let msg = storage.join("message/ses_dfd1ae85effe5u4syGjAIhhhc2/msg_zzzz.json");
+    std::os::unix::fs::symlink("msg_zzzz.json", &msg).unwrap();
+    let before = snapshot(t.path());
+
+    let want = json(&[
+        "list",
+        "--format",
+        "json",
+        oc("legacy-1.1.65").to_str().unwrap(),
+    ]);
+    for input in [&data, &storage] {
+        let p = input.to_str().unwrap();
+        let doc = json(&["check", "--format", "json", "--fail-on", "never", p]);
+        let warnings: Vec<(String, String)> = doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| {
+                (
+                    w["path"].as_str().unwrap().to_string(),
+                    w["reason"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let ring = "a symbolic link that cannot be followed (Too many levels of symbolic links (os error 40)); skipped";
+        assert_eq!(
+            warnings,
+            vec![
+                (
+                    storage.join("part/loop").display().to_string(),
+                    format!(
+                        "a symbolic link loop back to {}; not followed",
+                        storage.display()
+                    )
+                ),
+                (
+                    storage.join("session/ring-a").display().to_string(),
+                    ring.to_string()
+                ),
+                (
+                    storage.join("session/ring-b").display().to_string(),
+                    ring.to_string()
+                ),
+            ],
+            "{doc:#}"
+        );
+        assert_eq!(doc["errors"].as_array().unwrap().len(), 0, "{doc:#}");
+        let u = with_code(&doc, "unreadable");
+        assert_eq!(u.len(), 1, "{doc:#}");
+        assert!(u[0]["place"].as_str().unwrap().ends_with("msg_zzzz.json"));
+        let got = json(&["list", "--format", "json", p]);
+        assert_eq!(
+            got["sessions"][0]["messages"],
+            want["sessions"][0]["messages"]
+        );
+        assert_eq!(got["sessions"][0]["parts"], want["sessions"][0]["parts"]);
+        // Said on stderr by the table, once each; warnings leave the exit code.
+        let out = bin().args(["list", p]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.matches("symbolic link loop back to").count(),
+            1,
+            "{err}"
+        );
+        assert_eq!(err.matches("cannot be followed").count(), 2, "{err}");
+    }
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}

@@ -64,6 +64,13 @@ pub trait Store: Send + Sync {
     fn load(&self, id: &str) -> Result<Session>;
     /// The write side: copies of this store.
     fn copier(&self) -> &dyn Copier;
+    /// What reading the store's own tree passes over that is not a session's
+    /// (a symbolic link loop in a legacy opencode `storage/`), reported as
+    /// warnings when the store is found ([`discover`] does not walk into a
+    /// store's folder).
+    fn tree_warnings(&self) -> Vec<crate::error::InputError> {
+        Vec::new()
+    }
 }
 
 /// The write side of a store: where its copy goes and how edits land in it.
@@ -545,6 +552,9 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
         .join(", ");
     let mut push = |d: &mut Discovery, s: Box<dyn Store>, key: StoreKey| {
         if seen.insert(key) {
+            for w in s.tree_warnings() {
+                d.problems.warn(w);
+            }
             d.stores.push(s);
         }
     };

@@ -48,7 +48,9 @@ pub fn bin() -> Command {
 }
 
 /// Every file and folder under `root` (relative path -> sha256 of the bytes,
-/// or "dir"), to compare before and after a command.
+/// or "dir"; a symbolic link: its target, and the sha256 of what it leads to
+/// when that is a file that can be read), to compare before and after a
+/// command.
 pub fn snapshot(root: &Path) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     for e in walkdir::WalkDir::new(root).sort_by_file_name() {
@@ -56,6 +58,12 @@ pub fn snapshot(root: &Path) -> BTreeMap<String, String> {
         let rel = e.path().strip_prefix(root).unwrap().display().to_string();
         if e.file_type().is_dir() {
             m.insert(rel, "dir".to_string());
+        } else if e.file_type().is_symlink() {
+            let target = std::fs::read_link(e.path()).expect("read link");
+            let through = std::fs::read(e.path())
+                .map(|b| format!(" {:x}", Sha256::digest(&b)))
+                .unwrap_or_default();
+            m.insert(rel, format!("link to {}{through}", target.display()));
         } else {
             let bytes = std::fs::read(e.path()).expect("read");
             m.insert(rel, format!("{:x}", Sha256::digest(&bytes)));

@@ -285,6 +285,44 @@ impl Store for LegacyStore {
     fn copier(&self) -> &dyn Copier {
         self
     }
+
+    /// The symbolic link loops of the tree: a link back to a folder above
+    /// it, or a link that resolves to itself or around a ring of links.
+    /// Reading the tree never follows one, and its copy leaves it out; they
+    /// were passed over with no word. A `*.json` link of either kind is
+    /// left to the loader, which reads it and reports it as `unreadable`.
+    fn tree_warnings(&self) -> Vec<crate::error::InputError> {
+        use crate::error::InputError;
+        let mut out = Vec::new();
+        for e in walkdir::WalkDir::new(&self.path)
+            .follow_links(true)
+            .sort_by_file_name()
+        {
+            let Err(e) = e else { continue };
+            let Some(at) = e.path() else { continue };
+            if let Some(anc) = e.loop_ancestor() {
+                out.push(InputError::new(
+                    at,
+                    format!(
+                        "a symbolic link loop back to {}; not followed",
+                        anc.display()
+                    ),
+                ));
+            } else if let Some(io) = e
+                .io_error()
+                .filter(|io| rustix::io::Errno::from_io_error(io) == Some(rustix::io::Errno::LOOP))
+            {
+                if at.extension().is_some_and(|x| x == "json") {
+                    continue;
+                }
+                out.push(InputError::new(
+                    at,
+                    format!("a symbolic link that cannot be followed ({io}); skipped"),
+                ));
+            }
+        }
+        out
+    }
 }
 
 impl Applier for LegacyStore {
