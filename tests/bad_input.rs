@@ -1304,3 +1304,75 @@ fn a_symbolic_link_loop_in_a_legacy_tree_is_named_and_the_tree_is_read() {
     }
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
+
+/// The lines of `bytes` (split after each line feed) that do not end in
+/// CR LF, by number; a last line without a line feed is left out.
+fn lf_only_lines(bytes: &[u8]) -> Vec<usize> {
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, l)| l.ends_with(b"\n") && !l.ends_with(b"\r\n"))
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+/// `compact` wrote the line it put its note in with a bare line feed in a
+/// transcript or rollout of CR LF lines (saved on Windows), so the copy
+/// mixed the two endings. An edited line now keeps the ending it had.
+#[test]
+fn compact_keeps_the_crlf_line_ending_of_the_line_it_edits() {
+    let t = tempfile::tempdir().unwrap();
+    let crlf = |src: &std::path::Path, dst: &std::path::Path| {
+        let bytes = std::fs::read(src).unwrap();
+        let mut out = Vec::with_capacity(bytes.len() * 2);
+        for &b in &bytes {
+            if b == b'\n' {
+                out.push(b'\r');
+            }
+            out.push(b);
+        }
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        std::fs::write(dst, out).unwrap();
+    };
+    let cc = t
+        .path()
+        .join("cc/projects/p/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl");
+    crlf(&cc_transcript(), &cc);
+    let cx = t
+        .path()
+        .join("cx/sessions/2026/02/23")
+        .join(codex_rollout().file_name().unwrap());
+    crlf(&codex_rollout(), &cx);
+    let before = snapshot(t.path());
+
+    let out_dir = tempfile::tempdir().unwrap();
+    for (input, id, copy) in [
+        (
+            &cc,
+            "0acd6738-1c9b-460c-ba5f-185135e4ad7f",
+            "projects/p/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl",
+        ),
+        (
+            &cx,
+            "019c8bfe-ec25-79e0-97d7-bda6a9c575ff",
+            "sessions/2026/02/23/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl",
+        ),
+    ] {
+        assert_eq!(lf_only_lines(&std::fs::read(input).unwrap()), Vec::<usize>::new());
+        let out = out_dir.path().join(id);
+        bin()
+            .args(["compact", input.to_str().unwrap(), "--session", id, "--keep-turns", "1"])
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .success();
+        let written = std::fs::read(out.join(copy)).unwrap();
+        let text = String::from_utf8_lossy(&written);
+        assert!(text.contains("[session-doctor compact: "), "no note in {copy}");
+        assert_eq!(lf_only_lines(&written), Vec::<usize>::new(), "{copy}");
+        // The copy reads as a session, its note line included.
+        let doc = json(&["check", "--format", "json", "--fail-on", "never", out.join(copy).to_str().unwrap()]);
+        assert_eq!(with_code(&doc, "unreadable"), Vec::<serde_json::Value>::new(), "{doc:#}");
+    }
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}

@@ -1528,6 +1528,20 @@ pub(crate) fn overlong_line_error(bytes: u64) -> String {
     )
 }
 
+/// The line ending of `buf`, a line read with its ending: `\r\n`, `\n`,
+/// or none (a last line without one). An edited line of a JSONL copy is
+/// written with the ending it had: a line written with `\n` alone in a
+/// file of `\r\n` lines (a transcript saved on Windows) mixed the two.
+pub(crate) fn line_ending(buf: &[u8]) -> &'static str {
+    if buf.ends_with(b"\r\n") {
+        "\r\n"
+    } else if buf.ends_with(b"\n") {
+        "\n"
+    } else {
+        ""
+    }
+}
+
 /// Reads the next line of `r` into `buf` (cleared first), holding at most
 /// [`max_line_bytes`] of it. Answers `None` at the end, else whether the
 /// whole line is in `buf` (`Some(true)`: it ends with `\n`, or the input

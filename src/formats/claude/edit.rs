@@ -203,13 +203,11 @@ fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> 
     }
 }
 
-/// Serializes an edited line like Claude Code does (compact JSON), keeping
-/// the original's newline.
-fn serialize(v: &Value, newline: bool) -> String {
+/// Serializes an edited line like Claude Code does (compact JSON), ended
+/// as the original was (`ending`: [`crate::formats::line_ending`]).
+fn serialize(v: &Value, ending: &str) -> String {
     let mut s = serde_json::to_string(v).expect("JSON values serialize");
-    if newline {
-        s.push('\n');
-    }
+    s.push_str(ending);
     s
 }
 
@@ -415,7 +413,7 @@ pub fn write_file(
             }
         }
         match edited {
-            Some(v) => w.write_all(serialize(&v, buf.last() == Some(&b'\n')).as_bytes())?,
+            Some(v) => w.write_all(serialize(&v, crate::formats::line_ending(&buf)).as_bytes())?,
             None => w.write_all(&buf)?,
         }
     }
@@ -463,7 +461,7 @@ fn edited_message(
         }
     }
     let mut new_line = line;
-    new_line.bytes = serialize(&v, true).len() as u64;
+    new_line.bytes = serialize(&v, "\n").len() as u64;
     let mut nm = parse_line(&v, new_line, line.file > 0)
         .ok_or_else(|| anyhow!("{}: line {} lost its uuid", path.display(), line.line))?;
     nm.parent_optional |= m.parent_optional;

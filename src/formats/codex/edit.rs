@@ -517,7 +517,13 @@ pub fn write_copy(src: &Path, len: u64, dest: &Path, edits: &[Edit], replace: bo
                     edit_line(&mut v, es, Mode::Write)
                         .with_context(|| format!("{}:line {n}", src.display()))?;
                     serde_json::to_writer(&mut w, &v)?;
-                    w.write_all(b"\n")?;
+                    // Its own ending (`\r\n` in a CRLF rollout); a last
+                    // line without one gets `\n`, as before.
+                    let ending = match crate::formats::line_ending(&buf) {
+                        "" => "\n",
+                        e => e,
+                    };
+                    w.write_all(ending.as_bytes())?;
                 }
                 None => w
                     .write_all(&buf)
