@@ -128,7 +128,37 @@ pub struct Problems {
     pub stopped: Option<InputError>,
 }
 
+/// What a [`Problems`] entry is, as [`Problems::each`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// An input that could not be read ([`Problems::errors`]).
+    Unreadable,
+    /// An input passed over ([`Problems::warnings`]).
+    Skipped,
+    /// The error that stopped the run ([`Problems::stopped`]).
+    Stopped,
+}
+
 impl Problems {
+    /// Every entry in the order reports give them (errors, warnings, then
+    /// the error that stopped the run), each with its kind and its message:
+    /// `path: reason` for an input, the whole message (the path already in
+    /// it) for the stopping error.
+    pub fn each(&self) -> impl Iterator<Item = (EntryKind, &InputError, String)> {
+        fn with(k: EntryKind, e: &InputError) -> (EntryKind, &InputError, String) {
+            (k, e, e.to_string())
+        }
+        self.errors
+            .iter()
+            .map(|e| with(EntryKind::Unreadable, e))
+            .chain(self.warnings.iter().map(|e| with(EntryKind::Skipped, e)))
+            .chain(
+                self.stopped
+                    .iter()
+                    .map(|e| (EntryKind::Stopped, e, e.reason.clone())),
+            )
+    }
+
     pub fn error(&mut self, e: InputError) {
         if !self.errors.contains(&e) {
             self.errors.push(e);

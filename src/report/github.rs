@@ -62,22 +62,13 @@ fn level(s: Severity) -> &'static str {
 /// Errors and warnings about inputs, one line each, then the error that
 /// stopped the run (no `file` when it is about no one path).
 fn problems_lines(out: &mut String, p: &Problems) {
-    // The stopping error's reason is its whole message (the path in it).
-    let stopped = p
-        .stopped
-        .iter()
-        .map(|e| ("error", "session-doctor stopped", e, e.reason.clone()));
-    for (lvl, title, e, message) in p
-        .errors
-        .iter()
-        .map(|e| ("error", "cannot read input", e, e.to_string()))
-        .chain(
-            p.warnings
-                .iter()
-                .map(|e| ("warning", "input skipped", e, e.to_string())),
-        )
-        .chain(stopped)
-    {
+    use crate::error::EntryKind::*;
+    for (kind, e, message) in p.each() {
+        let (lvl, title) = match kind {
+            Unreadable => ("error", "cannot read input"),
+            Skipped => ("warning", "input skipped"),
+            Stopped => ("error", "session-doctor stopped"),
+        };
         out.push_str(&command(
             lvl,
             &[

@@ -198,22 +198,13 @@ fn results(sessions: &[CheckSession]) -> Vec<Value> {
 /// the run (`run-stopped`; no location when it is about no one path).
 fn invocations(p: &Problems) -> Value {
     let mut notes = Vec::new();
-    // The stopping error's reason is its whole message (the path in it).
-    let stopped = p
-        .stopped
-        .iter()
-        .map(|e| ("error", "run-stopped", e, e.reason.clone()));
-    for (lvl, id, e, text) in p
-        .errors
-        .iter()
-        .map(|e| ("error", "unreadable-input", e, e.to_string()))
-        .chain(
-            p.warnings
-                .iter()
-                .map(|e| ("warning", "skipped-input", e, e.to_string())),
-        )
-        .chain(stopped)
-    {
+    use crate::error::EntryKind::*;
+    for (kind, e, text) in p.each() {
+        let (lvl, id) = match kind {
+            Unreadable => ("error", "unreadable-input"),
+            Skipped => ("warning", "skipped-input"),
+            Stopped => ("error", "run-stopped"),
+        };
         let mut note = json!({
             "level": lvl,
             "descriptor": {"id": id},
