@@ -725,7 +725,7 @@ fn cells(row: &str) -> Vec<String> {
 
 /// The rows of the findings table of a `check --format markdown` summary.
 fn finding_rows(md: &str) -> Vec<Vec<String>> {
-    let header = "| severity | code | session | where | detail | fix |";
+    let header = "| severity | code | session | where | detail | remedy |";
     let mut lines = md.lines().skip_while(|l| *l != header);
     assert_eq!(lines.next(), Some(header), "a findings table: {md}");
     let sep = lines.next().unwrap();
@@ -756,8 +756,10 @@ fn markdown_summary_has_a_row_per_finding_with_pipes_escaped() {
     assert_eq!(rows.len(), f.len());
     for (r, f) in rows.iter().zip(&f) {
         assert_eq!(r[1], format!("`{}`", f["code"].as_str().unwrap()));
-        if let Some(cmd) = f["remedy_command"].as_str() {
-            assert_eq!(r[5], format!("`{cmd}`"), "the fix command in backticks");
+        // The remedy, then (when one fixes it) the command in backticks.
+        match f["remedy_command"].as_str() {
+            Some(cmd) => assert!(r[5].ends_with(&format!("<br>`{cmd}`")), "{}", r[5]),
+            None => assert!(!r[5].contains("<br>`"), "{}", r[5]),
         }
     }
 
@@ -1088,4 +1090,73 @@ fn a_run_that_stops_on_an_error_prints_one_whole_document() {
     assert_eq!(doc["dry_run"], true);
     assert_eq!(snapshot(t.path()), before, "an input was touched");
     assert_eq!(listing(&root), listed, "no output folder was made");
+}
+
+/// GitHub annotations, SARIF messages and Markdown rows gave only the
+/// command when a finding had one, dropping its remedy (what is wrong, what
+/// to do, what the command leaves to a person), as the table did before
+/// cd7022c. Each now gives the remedy, then the command.
+#[test]
+fn machine_formats_give_the_remedy_beside_the_command() {
+    let f = findings(check_json());
+    let with_cmd: Vec<&Value> = f
+        .iter()
+        .filter(|f| f["remedy_command"].is_string())
+        .collect();
+    assert!(!with_cmd.is_empty());
+
+    let (code, sarif, err) = run(&["check", "--format", "sarif", "fixtures/"]);
+    assert_eq!(code, 1, "{err}");
+    let sarif = parse(&sarif, "check --format sarif");
+    let texts: Vec<&str> = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["message"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts.len(), f.len());
+    for f in &with_cmd {
+        let remedy = format!("Remedy: {}", f["remedy"].as_str().unwrap());
+        let fix = format!("Fix: {}", f["remedy_command"].as_str().unwrap());
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains(&remedy) && t.contains(&fix)),
+            "SARIF: no message with\n{remedy}\n{fix}"
+        );
+    }
+
+    let (code, github, err) = run(&["check", "--format", "github", "fixtures/"]);
+    assert_eq!(code, 1, "{err}");
+    let annotations: Vec<&str> = github
+        .lines()
+        .filter(|l| {
+            l.starts_with("::error ") || l.starts_with("::warning ") || l.starts_with("::notice ")
+        })
+        .filter(|l| !l.contains("title=cannot read input") && !l.contains("title=input skipped"))
+        .collect();
+    assert_eq!(annotations.len(), f.len(), "{github}");
+    assert!(
+        annotations.iter().all(|l| l.contains(" Remedy: ")),
+        "{github}"
+    );
+    assert_eq!(
+        annotations.iter().filter(|l| l.contains(" Fix: ")).count(),
+        with_cmd.len(),
+        "{github}"
+    );
+
+    let (code, md, err) = run(&["check", "--format", "markdown", "fixtures/"]);
+    assert_eq!(code, 1, "{err}");
+    for f in &with_cmd {
+        let cmd = f["remedy_command"].as_str().unwrap();
+        let row = md
+            .lines()
+            .find(|l| l.contains(&format!("`{cmd}`")))
+            .unwrap_or_else(|| panic!("Markdown: no row with `{cmd}`\n{md}"));
+        assert!(
+            row.contains("<br>`"),
+            "Markdown: the remedy is missing before the command: {row}"
+        );
+    }
 }

@@ -172,11 +172,7 @@ impl Exporter for GithubExporter {
                 if let Some(at) = at.as_ref().filter(|a| !a.starts_with("session ")) {
                     message.push_str(&format!(", {at}"));
                 }
-                message.push_str(&format!(": {}", f.detail));
-                match &f.remedy_command {
-                    Some(c) => message.push_str(&format!("{} Fix: {c}", stop(&f.detail))),
-                    None => message.push_str(&format!("{} Remedy: {}", stop(&f.detail), f.remedy)),
-                }
+                message.push_str(&format!(": {}", finding_text(f)));
                 out.push_str(&command(
                     level(f.severity),
                     &[

@@ -433,7 +433,7 @@ impl Exporter for MarkdownExporter {
         } else {
             table(
                 &mut out,
-                &["severity", "code", "session", "where", "detail", "fix"],
+                &["severity", "code", "session", "where", "detail", "remedy"],
                 findings.iter().map(|(s, f)| {
                     vec![
                         match f.severity {
@@ -444,8 +444,9 @@ impl Exporter for MarkdownExporter {
                         code(&s.id),
                         code(&place(&f.location)),
                         cell(&f.detail),
+                        // The remedy, then the command that does it.
                         match &f.remedy_command {
-                            Some(c) => code(c),
+                            Some(c) => format!("{}<br>{}", cell(&f.remedy), code(c)),
                             None => cell(&f.remedy),
                         },
                     ]

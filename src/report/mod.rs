@@ -502,6 +502,18 @@ impl CopyTotals {
     }
 }
 
+/// A finding's detail, remedy and command as one text (GitHub annotations,
+/// SARIF messages): `detail. Remedy: remedy`, then ` Fix: command` when a
+/// command fixes it. The remedy is kept beside the command: it says what
+/// is wrong and what the command leaves to a person.
+pub(crate) fn finding_text(f: &crate::diagnose::Finding) -> String {
+    let mut text = format!("{}{} Remedy: {}", f.detail, stop(&f.detail), f.remedy);
+    if let Some(c) = &f.remedy_command {
+        text.push_str(&format!("{} Fix: {c}", stop(&f.remedy)));
+    }
+    text
+}
+
 /// `.` when `text` does not already end a sentence, so the remedy that
 /// follows it reads as its own sentence.
 pub(crate) fn stop(text: &str) -> &'static str {

@@ -169,11 +169,7 @@ fn results(sessions: &[CheckSession]) -> Vec<Value> {
                 .or_else(|| loc.row.clone())
                 .or_else(|| loc.line.map(|l| format!("line {l}")))
                 .unwrap_or_default();
-            let mut text = f.detail.clone();
-            match &f.remedy_command {
-                Some(c) => text.push_str(&format!("{} Fix: {c}", stop(&f.detail))),
-                None => text.push_str(&format!("{} Remedy: {}", stop(&f.detail), f.remedy)),
-            }
+            let text = finding_text(f);
             let mut r = json!({
                 "ruleId": f.code.as_str(),
                 "level": level(f.severity),
