@@ -1142,6 +1142,86 @@ fn a_parent_uuid_that_is_not_a_string_is_named_not_read_as_a_root() {
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
 
+/// A `user` or `assistant` line whose `message` is not an object ("x"),
+/// or whose `message.content` is neither a string nor an array of blocks
+/// (7), read as a message with no content, with no word; Claude Code reads
+/// `message.content` of such a line to send it and cannot. Each is now
+/// unreadable, named by line and field, as a `parentUuid` that is not an
+/// id is; a repair copy keeps both lines as stored.
+#[test]
+fn a_message_that_is_not_an_object_or_content_of_another_kind_is_named() {
+    let t = tempfile::tempdir().unwrap();
+    let project = t.path().join("projects/p");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut lines: Vec<serde_json::Value> = std::fs::read_to_string(cc_transcript())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let first = |ty: &str| lines.iter().position(|v| v["type"] == ty).unwrap();
+    let (a, u) = (first("assistant"), first("user"));
+    lines[u]["message"] = "x".into();
+    lines[a]["message"]["content"] = 7.into();
+    let text: String = lines.iter().map(|v| format!("{v}\n")).collect();
+    let file = project.join("0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl");
+    std::fs::write(&file, &text).unwrap();
+    let before = snapshot(t.path());
+
+    let p = t.path().to_str().unwrap();
+    let tail = "the line is not read as a message";
+    let mut want = vec![
+        (
+            u as u64 + 1,
+            format!("`message`: expected a JSON object, found a string: {tail}"),
+        ),
+        (
+            a as u64 + 1,
+            format!(
+                "`message.content`: expected a string or an array of content blocks, found the number 7: {tail}"
+            ),
+        ),
+    ];
+    want.sort();
+    let doc = json(&["check", "--format", "json", "--fail-on", "never", p]);
+    let mut said: Vec<(u64, String)> = with_code(&doc, "unreadable")
+        .iter()
+        .map(|f| {
+            (
+                f["location"]["line"].as_u64().unwrap(),
+                f["error"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    said.sort();
+    assert_eq!(said, want, "{doc:#}");
+    let got = json(&["list", "--format", "json", p]);
+    let orig = json(&[
+        "list",
+        "--format",
+        "json",
+        cc_transcript().to_str().unwrap(),
+    ]);
+    assert_eq!(
+        got["sessions"][0]["messages"].as_u64().unwrap() + 2,
+        orig["sessions"][0]["messages"].as_u64().unwrap()
+    );
+    bin().args(["check", p]).assert().code(1);
+    // A repair copy leaves both lines as they are stored.
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("out");
+    bin()
+        .args(["repair", p, "--out", dest.to_str().unwrap()])
+        .assert()
+        .success();
+    let copy =
+        std::fs::read_to_string(dest.join("projects/p/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl"))
+            .unwrap();
+    let kept: Vec<&str> = copy.lines().collect();
+    let stored: Vec<&str> = text.lines().collect();
+    assert!(kept.contains(&stored[a]) && kept.contains(&stored[u]));
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}
+
 /// A `-wal` that is not a write-ahead log (its header damaged, or other
 /// bytes under its name) beside a SQLite store: SQLite ignores it in
 /// silence, so a docker-agent store whose tables were in the log read as

@@ -272,7 +272,7 @@ pub(crate) fn line_uuid(body: &[u8]) -> Option<String> {
     }
     let mut scratch = None;
     let f = Fields::read(body, &mut scratch).ok()?;
-    if parent_not_an_id(&f).is_some() {
+    if parent_not_an_id(&f).is_some() || message_not_usable(&f, body).is_some() {
         return None;
     }
     rstr(f.uuid).map(Cow::into_owned)
@@ -831,6 +831,69 @@ fn parent_not_an_id(v: &Fields<'_>) -> Option<String> {
     ))
 }
 
+/// Why a `user` or `assistant` message line (a string `uuid`) whose
+/// `message` is not an object ("x", 5, null, [..]), or whose
+/// `message.content` is neither a string nor an array of blocks (7, {},
+/// null), is not read as a message; `None` for any other line. Such a line
+/// read as a message with no content, with no word; Claude Code reads
+/// `message.content` of such a line to send it to the model (and cannot),
+/// so it is now unreadable, named by line and field, as a `parentUuid`
+/// that is not an id is ([`parent_not_an_id`]; [`line_uuid`] agrees, so
+/// copies keep the line as stored). `body` is the line `v` was read from.
+fn message_not_usable(v: &Fields<'_>, body: &[u8]) -> Option<String> {
+    rstr(v.uuid)?;
+    if !matches!(rstr(v.ty).as_deref(), Some("user" | "assistant")) {
+        return None;
+    }
+    let found = |r: &RawValue| {
+        let t = r.get();
+        serde_json::from_str::<Value>(t).map_or_else(
+            |_| t.chars().take(40).collect(),
+            |v| match v {
+                Value::String(_) => "a string".to_string(),
+                v => crate::formats::json_found(&v),
+            },
+        )
+    };
+    match v.message.0.as_ref() {
+        Some(m) => {
+            let c = m.content?;
+            if c.get().starts_with('"') || c.get().starts_with('[') {
+                return None;
+            }
+            Some(format!(
+                "`message.content`: expected a string or an array of content blocks, found {}: the line is not read as a message",
+                found(c)
+            ))
+        }
+        None => {
+            // Absent, or not an object (the lenient read gives none for
+            // both): read the field again, a rare case.
+            #[derive(Deserialize)]
+            struct Only<'a> {
+                #[serde(borrow, default)]
+                message: Raw<'a>,
+            }
+            let shown = match crate::formats::from_line::<Only<'_>>(body) {
+                Ok(only) => found(only.message?),
+                // Repeated keys (the last is read) or bytes that are not
+                // UTF-8 (read as U+FFFD), as [`Fields::read`] reads them.
+                Err(_) => {
+                    let mut t: Value = serde_json::from_str(&String::from_utf8_lossy(body)).ok()?;
+                    let m = t.get_mut("message")?.take();
+                    match m {
+                        Value::String(_) => "a string".to_string(),
+                        m => crate::formats::json_found(&m),
+                    }
+                }
+            };
+            Some(format!(
+                "`message`: expected a JSON object, found {shown}: the line is not read as a message"
+            ))
+        }
+    }
+}
+
 /// How Claude Code reads a transcript line, for a line it cannot read
 /// either ([`crate::formats::line_json_error`]).
 const CLAUDE_READS: &str = "Claude Code (JSON.parse of each line)";
@@ -869,6 +932,9 @@ fn read_line(buf: &[u8], line: LineRef, fi: usize, want_cwd: bool) -> LineRead {
         Err(e) => return LineRead::Unreadable(e),
     };
     if let Some(e) = parent_not_an_id(&v) {
+        return LineRead::Bad(e);
+    }
+    if let Some(e) = message_not_usable(&v, body) {
         return LineRead::Bad(e);
     }
     if let Some(m) = parse_fields(&v, body, line, fi > 0) {
