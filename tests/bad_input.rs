@@ -1222,6 +1222,72 @@ fn a_message_that_is_not_an_object_or_content_of_another_kind_is_named() {
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
 
+/// A rollout line whose `payload` is not an object (5), and a
+/// `session_meta` whose `id` is not a string (5): Codex reads each line as
+/// a `RolloutLine` (serde) and refuses both, but they read as an empty
+/// event and a header without its id, with no word. Each is now
+/// unreadable, named by line with what was expected, the typed and tree
+/// reads agreeing; the rest of the rollout is read.
+#[test]
+fn a_codex_payload_that_is_not_an_object_or_a_meta_id_not_a_string_is_named() {
+    let t = tempfile::tempdir().unwrap();
+    let cx = t
+        .path()
+        .join("cx/sessions/2026/02/23")
+        .join(codex_rollout().file_name().unwrap());
+    let mut event = 0;
+    derive_lines(&codex_rollout(), &cx, |l| {
+        let mut meta: serde_json::Value = serde_json::from_slice(&l[0]).unwrap();
+        assert_eq!(meta["type"], "session_meta");
+        meta["payload"]["id"] = 5.into();
+        l[0] = meta.to_string().into_bytes();
+        event = l
+            .iter()
+            .position(|b| {
+                serde_json::from_slice::<serde_json::Value>(b)
+                    .is_ok_and(|v| v["type"] == "event_msg")
+            })
+            .unwrap();
+        let mut v: serde_json::Value = serde_json::from_slice(&l[event]).unwrap();
+        v["payload"] = 5.into();
+        l[event] = v.to_string().into_bytes();
+    });
+    let before = snapshot(t.path());
+
+    let mut said = unreadable_errors(&cx);
+    said.sort();
+    assert_eq!(
+        said,
+        vec![
+            (
+                1,
+                "`payload.id`: expected a string (the session id), found the number 5: the line is not read"
+                    .to_string()
+            ),
+            (
+                event as u64 + 1,
+                "`payload`: expected a JSON object (the `event_msg` line's fields), found the number 5: the line is not read"
+                    .to_string()
+            ),
+        ]
+    );
+    let got = json(&["list", "--format", "json", cx.to_str().unwrap()]);
+    let orig = json(&[
+        "list",
+        "--format",
+        "json",
+        codex_rollout().to_str().unwrap(),
+    ]);
+    // The event line (a `task_started`, a turn mark) is not read; the
+    // header gives no message either way.
+    assert_eq!(
+        got["sessions"][0]["messages"].as_u64().unwrap() + 1,
+        orig["sessions"][0]["messages"].as_u64().unwrap()
+    );
+    bin().args(["check", cx.to_str().unwrap()]).assert().code(1);
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}
+
 /// A `-wal` that is not a write-ahead log (its header damaged, or other
 /// bytes under its name) beside a SQLite store: SQLite ignores it in
 /// silence, so a docker-agent store whose tables were in the log read as

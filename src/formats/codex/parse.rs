@@ -1983,6 +1983,35 @@ fn line_type_name(t: Cow<'_, str>) -> Cow<'static, str> {
     }
 }
 
+/// Why Codex cannot read a line (an object `v`) the loader would
+/// otherwise take with no word; `None` for any other line. Codex reads each
+/// line as a `RolloutLine` (serde: the `type` names the variant, `payload`
+/// holds its fields), so a line whose `payload` is not an object (5, "x",
+/// null), or a `session_meta` whose `id` is not a string (the thread id),
+/// is a line it refuses: these read as an empty event or a header without
+/// its id, in silence. The typed read ([`envelope`]) takes neither (its
+/// payload must be an object and a header goes to the tree), so both
+/// reads come here and agree.
+fn shape_problem(v: &Value) -> Option<String> {
+    let ty = v.get("type")?.as_str()?;
+    let p = v.get("payload")?;
+    if !p.is_object() {
+        return Some(format!(
+            "`payload`: expected a JSON object (the `{ty}` line's fields), found {}: the line is not read",
+            crate::formats::json_found(p)
+        ));
+    }
+    if ty == "session_meta" {
+        if let Some(id) = p.get("id").filter(|id| !id.is_string()) {
+            return Some(format!(
+                "`payload.id`: expected a string (the session id), found {}: the line is not read",
+                crate::formats::json_found(id)
+            ));
+        }
+    }
+    None
+}
+
 /// [`Pre`] of one line (`body`, no line ending): typed when `fast` and the
 /// typed read takes it, else its tree.
 fn pre_read(body: &[u8], fast: bool, line: LineRef) -> Pre {
@@ -1997,7 +2026,10 @@ fn pre_read(body: &[u8], fast: bool, line: LineRef) -> Pre {
         return p;
     }
     match crate::formats::from_line::<Value>(body) {
-        Ok(v) if v.is_object() => Pre::Tree(v),
+        Ok(v) if v.is_object() => match shape_problem(&v) {
+            Some(e) => Pre::Bad(e),
+            None => Pre::Tree(v),
+        },
         Ok(_) => Pre::Bad("expected a JSON object".to_string()),
         Err(e) => Pre::Bad(format!(
             "invalid JSON: {}",
