@@ -1288,6 +1288,71 @@ fn a_codex_payload_that_is_not_an_object_or_a_meta_id_not_a_string_is_named() {
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
 
+/// A docker-agent `session_items` row whose `item_type` is none docker-agent
+/// knows ("weird"): docker-agent passes over it on load, so the message it
+/// holds is not in the session, and it was left out with no word. It is
+/// now unreadable, naming the row and what was expected; the rest of the
+/// session is read.
+#[test]
+fn a_docker_agent_item_type_it_does_not_know_is_named_by_row() {
+    let t = tempfile::tempdir().unwrap();
+    let da = t.path().join("da/session.db");
+    std::fs::create_dir_all(da.parent().unwrap()).unwrap();
+    std::fs::copy(fixtures().join("docker-agent/real/session.db"), &da).unwrap();
+    let c = rusqlite::Connection::open(&da).unwrap();
+    c.execute(
+        "UPDATE session_items SET item_type = 'weird' WHERE id = 3",
+        [],
+    )
+    .unwrap();
+    let n: i64 = c
+        .query_row(
+            "SELECT length(CAST(message_json AS BLOB)) FROM session_items WHERE id = 3",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(c);
+    let before = snapshot(t.path());
+
+    let doc = json(&[
+        "check",
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+        da.to_str().unwrap(),
+    ]);
+    let found = with_code(&doc, "unreadable");
+    assert_eq!(found.len(), 1, "{doc:#}");
+    assert_eq!(
+        found[0]["error"],
+        format!(
+            "`item_type` is \"weird\", expected message, subsession, summary, error or termination: docker-agent passes over the item, so its message_json ({n} bytes) is not in the session"
+        ),
+        "{doc:#}"
+    );
+    assert!(
+        found[0].to_string().contains("session_items row 3"),
+        "{doc:#}"
+    );
+    let got = json(&["list", "--format", "json", da.to_str().unwrap()]);
+    let orig = json(&[
+        "list",
+        "--format",
+        "json",
+        fixtures()
+            .join("docker-agent/real/session.db")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert_eq!(
+        got["sessions"][0]["messages"].as_u64().unwrap() + 1,
+        orig["sessions"][0]["messages"].as_u64().unwrap()
+    );
+    assert_eq!(snapshot(t.path()), before, "inputs changed");
+}
+
 /// A `-wal` that is not a write-ahead log (its header damaged, or other
 /// bytes under its name) beside a SQLite store: SQLite ignores it in
 /// silence, so a docker-agent store whose tables were in the log read as

@@ -375,9 +375,19 @@ impl Builder {
                 let m = parse::bare(&item.id, "termination", self.time, n);
                 self.add(m, What::Silent, true);
             }
-            Kind::Other(_) => {
-                // Dropped silently by docker-agent's loader.
-                self.s.other_bytes += item.json.as_deref().map_or(0, str::len) as u64;
+            Kind::Other(name) => {
+                // Dropped silently by docker-agent's loader; a row of
+                // `session_items` is named, as what it holds is not in the
+                // session (a legacy entry holding none of the keys is not).
+                let n = item.json.as_deref().map_or(0, str::len) as u64;
+                self.s.other_bytes += n;
+                if parse_legacy_id(&item.id).is_none() {
+                    let e = format!(
+                        "`item_type` is {}, expected message, subsession, summary, error or termination: docker-agent passes over the item, so its message_json ({n} bytes) is not in the session",
+                        serde_json::Value::String(name.clone())
+                    );
+                    self.problem(&item, e);
+                }
             }
         }
     }
