@@ -1876,25 +1876,22 @@ enum Pre {
     /// the line's own timestamp (`time`, ms), or with 0 when it has none
     /// the loader can read (the loader's current time then replaces it).
     /// A `message` item also gives what [`typed_message_texts`] reads.
-    /// Boxed, as is [`Pre::Other`]: a block's results are moved a few times
-    /// on their way into its vector (rayon's collect), and a boxed `Pre` is
-    /// 32 bytes where these fields take ~250.
-    Item(Box<PreItem>),
+    Item {
+        time: Option<i64>,
+        m: Message,
+        answer: Option<String>,
+        title: Option<String>,
+    },
     /// Any other line read typed, with the line's own timestamp (`time`,
     /// ms) when it has one the loader can read.
-    Other(Box<(Option<i64>, Other<'static>)>),
+    Other {
+        time: Option<i64>,
+        o: Other<'static>,
+    },
     /// A JSON object the typed read does not take: its tree.
     Tree(Value),
     /// Not a JSON object: the reader's message.
     Bad(String),
-}
-
-/// The fields of [`Pre::Item`].
-struct PreItem {
-    time: Option<i64>,
-    m: Message,
-    answer: Option<String>,
-    title: Option<String>,
 }
 
 /// A timestamp read typed: `Some(None)` when absent or not a time the
@@ -1920,12 +1917,12 @@ fn typed(e: Envelope<'_>, line: LineRef) -> Option<Pre> {
             "message" => typed_message_texts(item)?,
             _ => (None, None),
         };
-        return Some(Pre::Item(Box::new(PreItem {
+        return Some(Pre::Item {
             time,
             m,
             answer,
             title,
-        })));
+        });
     }
     // A header, compaction or item left to the tree was refused by the
     // envelope's read; what is left here is every other line type.
@@ -1934,9 +1931,9 @@ fn typed(e: Envelope<'_>, line: LineRef) -> Option<Pre> {
     let time = raw_time(e.timestamp)?;
     let model = raw_str(p.model)?;
     let owned = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
-    Some(Pre::Other(Box::new((
+    Some(Pre::Other {
         time,
-        Other {
+        o: Other {
             ty: line_type_name(ty),
             sub: sub.map(line_type_name),
             model: model.map(owned),
@@ -1954,7 +1951,7 @@ fn typed(e: Envelope<'_>, line: LineRef) -> Option<Pre> {
                 .with_last(i.last.unwrap_or_default())
             }),
         },
-    ))))
+    })
 }
 
 /// The line and event types Codex writes on most of a rollout's lines
@@ -2050,13 +2047,12 @@ impl Loader {
             let (n, read) = (line.number(), line.bytes);
             match pre {
                 Pre::Blank => self.s.other_bytes += read,
-                Pre::Item(item) => {
-                    let PreItem {
-                        time,
-                        mut m,
-                        answer,
-                        title,
-                    } = *item;
+                Pre::Item {
+                    time,
+                    mut m,
+                    answer,
+                    title,
+                } => {
                     typed += 1;
                     let time = time.unwrap_or_else(|| {
                         m.time_created = self.time;
@@ -2072,8 +2068,7 @@ impl Loader {
                     let trigger = self.last_request;
                     self.take(std::iter::once(m), trigger, answer);
                 }
-                Pre::Other(other) => {
-                    let (time, o) = *other;
+                Pre::Other { time, o } => {
                     typed += 1;
                     if let Some(t) = time {
                         self.time = t;
