@@ -1074,6 +1074,30 @@ fn a_required_field_of_the_wrong_type_says_what_was_found_not_missing() {
 /// whose `uuid` is not a string is; a repair copy keeps it as stored.
 #[test]
 fn a_parent_uuid_that_is_not_a_string_is_named_not_read_as_a_root() {
+    let tail =
+        "expected a string or null (the parent message's id): the line is not read as a message";
+    two_claude_lines_unreadable(
+        ("assistant", &|v| v["parentUuid"] = 5.into()),
+        ("attachment", &|v| v["parentUuid"] = serde_json::json!({})),
+        [
+            format!("`parentUuid` is the number 5, {tail}"),
+            format!("`parentUuid` is an object, {tail}"),
+        ],
+    );
+}
+
+/// Changes two lines of the real transcript of [`cc_transcript`] (the
+/// first line of each named type, by each given edit), then checks that
+/// `check` names exactly those two lines `unreadable` with the `want`ed
+/// errors (in the order of the edits), that two messages fewer are read,
+/// that `check` exits 1, that a repair copy keeps both lines as stored, and
+/// that the inputs are unchanged.
+#[allow(clippy::type_complexity)]
+fn two_claude_lines_unreadable(
+    a: (&str, &dyn Fn(&mut serde_json::Value)),
+    b: (&str, &dyn Fn(&mut serde_json::Value)),
+    want: [String; 2],
+) {
     let t = tempfile::tempdir().unwrap();
     let project = t.path().join("projects/p");
     std::fs::create_dir_all(&project).unwrap();
@@ -1083,24 +1107,17 @@ fn a_parent_uuid_that_is_not_a_string_is_named_not_read_as_a_root() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let first = |ty: &str| lines.iter().position(|v| v["type"] == ty).unwrap();
-    let (a, b) = (first("assistant"), first("attachment"));
-    lines[a]["parentUuid"] = 5.into();
-    lines[b]["parentUuid"] = serde_json::json!({});
+    let (ia, ib) = (first(a.0), first(b.0));
+    (a.1)(&mut lines[ia]);
+    (b.1)(&mut lines[ib]);
     let text: String = lines.iter().map(|v| format!("{v}\n")).collect();
     let file = project.join("0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl");
     std::fs::write(&file, &text).unwrap();
     let before = snapshot(t.path());
 
     let p = t.path().to_str().unwrap();
-    let tail =
-        "expected a string or null (the parent message's id): the line is not read as a message";
-    let mut want = vec![
-        (
-            a as u64 + 1,
-            format!("`parentUuid` is the number 5, {tail}"),
-        ),
-        (b as u64 + 1, format!("`parentUuid` is an object, {tail}")),
-    ];
+    let [wa, wb] = want;
+    let mut want = vec![(ia as u64 + 1, wa), (ib as u64 + 1, wb)];
     want.sort();
     let doc = json(&["check", "--format", "json", "--fail-on", "never", p]);
     let mut said: Vec<(u64, String)> = with_code(&doc, "unreadable")
@@ -1138,7 +1155,7 @@ fn a_parent_uuid_that_is_not_a_string_is_named_not_read_as_a_root() {
             .unwrap();
     let kept: Vec<&str> = copy.lines().collect();
     let stored: Vec<&str> = text.lines().collect();
-    assert!(kept.contains(&stored[a]) && kept.contains(&stored[b]));
+    assert!(kept.contains(&stored[ia]) && kept.contains(&stored[ib]));
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
 
@@ -1150,76 +1167,17 @@ fn a_parent_uuid_that_is_not_a_string_is_named_not_read_as_a_root() {
 /// id is; a repair copy keeps both lines as stored.
 #[test]
 fn a_message_that_is_not_an_object_or_content_of_another_kind_is_named() {
-    let t = tempfile::tempdir().unwrap();
-    let project = t.path().join("projects/p");
-    std::fs::create_dir_all(&project).unwrap();
-    let mut lines: Vec<serde_json::Value> = std::fs::read_to_string(cc_transcript())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let first = |ty: &str| lines.iter().position(|v| v["type"] == ty).unwrap();
-    let (a, u) = (first("assistant"), first("user"));
-    lines[u]["message"] = "x".into();
-    lines[a]["message"]["content"] = 7.into();
-    let text: String = lines.iter().map(|v| format!("{v}\n")).collect();
-    let file = project.join("0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl");
-    std::fs::write(&file, &text).unwrap();
-    let before = snapshot(t.path());
-
-    let p = t.path().to_str().unwrap();
     let tail = "the line is not read as a message";
-    let mut want = vec![
-        (
-            u as u64 + 1,
+    two_claude_lines_unreadable(
+        ("user", &|v| v["message"] = "x".into()),
+        ("assistant", &|v| v["message"]["content"] = 7.into()),
+        [
             format!("`message`: expected a JSON object, found a string: {tail}"),
-        ),
-        (
-            a as u64 + 1,
             format!(
                 "`message.content`: expected a string or an array of content blocks, found the number 7: {tail}"
             ),
-        ),
-    ];
-    want.sort();
-    let doc = json(&["check", "--format", "json", "--fail-on", "never", p]);
-    let mut said: Vec<(u64, String)> = with_code(&doc, "unreadable")
-        .iter()
-        .map(|f| {
-            (
-                f["location"]["line"].as_u64().unwrap(),
-                f["error"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    said.sort();
-    assert_eq!(said, want, "{doc:#}");
-    let got = json(&["list", "--format", "json", p]);
-    let orig = json(&[
-        "list",
-        "--format",
-        "json",
-        cc_transcript().to_str().unwrap(),
-    ]);
-    assert_eq!(
-        got["sessions"][0]["messages"].as_u64().unwrap() + 2,
-        orig["sessions"][0]["messages"].as_u64().unwrap()
+        ],
     );
-    bin().args(["check", p]).assert().code(1);
-    // A repair copy leaves both lines as they are stored.
-    let out = tempfile::tempdir().unwrap();
-    let dest = out.path().join("out");
-    bin()
-        .args(["repair", p, "--out", dest.to_str().unwrap()])
-        .assert()
-        .success();
-    let copy =
-        std::fs::read_to_string(dest.join("projects/p/0acd6738-1c9b-460c-ba5f-185135e4ad7f.jsonl"))
-            .unwrap();
-    let kept: Vec<&str> = copy.lines().collect();
-    let stored: Vec<&str> = text.lines().collect();
-    assert!(kept.contains(&stored[a]) && kept.contains(&stored[u]));
-    assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
 
 /// A rollout line whose `payload` is not an object (5), and a
