@@ -146,14 +146,38 @@ fn looks_like_claude(v: &Value) -> bool {
 /// key or a field it reads (whole_claude-17: a store found only through
 /// such a line lost it as unreadable in its repaired copy). Such a line is
 /// then read with U+FFFD for those bytes, as Claude Code (Node.js) reads it.
+/// Likewise a lone surrogate escape (`\ud800`), which `JSON.parse` takes
+/// and serde_json's tree refuses, in a field the typed read leaves raw
+/// (fuzz input whole_claude-22: a compacted copy whose first message line
+/// held one in a usage key was not found): such a line is sniffed by its
+/// top-level fields, read raw.
 fn sniff_value(line: &[u8]) -> Option<Value> {
-    match std::str::from_utf8(line) {
-        Ok(text) => serde_json::from_str(text).ok(),
+    let text = match std::str::from_utf8(line) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
         Err(_) => {
             parse::Fields::read(line, &mut None).ok()?;
-            serde_json::from_str(&String::from_utf8_lossy(line)).ok()
+            String::from_utf8_lossy(line)
         }
+    };
+    if let Ok(v) = serde_json::from_str(&text) {
+        return Some(v);
     }
+    parse::Fields::read(line, &mut None).ok()?;
+    let top: std::collections::HashMap<String, &serde_json::value::RawValue> =
+        serde_json::from_str(&text).ok()?;
+    let keys = [
+        field::PARENT,
+        field::SESSION,
+        field::LEAF,
+        "type",
+        "messageId",
+    ];
+    let kept = keys.iter().filter_map(|k| {
+        let raw = top.get(*k)?;
+        let v = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        Some((k.to_string(), v))
+    });
+    Some(Value::Object(kept.collect()))
 }
 
 impl Sniff {
@@ -887,6 +911,30 @@ mod tests {
         let s = sniff(&p).unwrap();
         assert!(s.claude && !s.nothing_parsed);
         assert!(open_file(&p).unwrap().is_some());
+    }
+
+    /// Fuzz input whole_claude-22: a compacted copy whose first message line
+    /// holds a lone surrogate escape in a key of its usage (which Node.js's
+    /// `JSON.parse` takes, serde_json's tree refuses, and the loader leaves
+    /// raw) was not found as a Claude Code store, while the line loaded as a
+    /// message; a line with one in a top-level key stays unread by both.
+    #[test]
+    fn a_line_with_a_lone_surrogate_escape_is_sniffed_as_the_loader_reads_it() {
+        let line = br#"{"parentUuid":"p","sessionId":"s","type":"assistant","uuid":"a","message":{"role":"assistant","content":[],"usage":{"cache_creat\ud800ion_input_tokens":1}}}"#;
+        assert!(serde_json::from_slice::<Value>(line).is_err());
+        let v = sniff_value(line).expect("read as the loader reads it");
+        assert_eq!(v[field::PARENT], "p");
+        assert_eq!(v[field::SESSION], "s");
+        let (_dir, p) = transcript(&[&b"{\"other\":1}\n"[..], line, b"\n"].concat());
+        let s = sniff(&p).unwrap();
+        assert!(s.claude && s.session_id.as_deref() == Some("s"));
+        let store = open_file(&p).unwrap().expect("a transcript");
+        let ids = store.session_ids().unwrap();
+        let loaded = store.load(&ids[0]).unwrap();
+        assert_eq!(loaded.messages.len(), 1);
+        let bad_key = br#"{"parentUuid":"p","sessionId":"s","uuid":"a","x\ud800":1}"#;
+        assert!(sniff_value(bad_key).is_none());
+        assert!(parse::Fields::read(bad_key, &mut None).is_err());
     }
 
     #[test]
