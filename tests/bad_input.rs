@@ -1031,16 +1031,10 @@ fn a_required_field_of_the_wrong_type_says_what_was_found_not_missing() {
     edit(&files[0], "/role", serde_json::Value::Null);
     edit(&files[1], "/time/created", "soon".into());
     // docker-agent: a chat.Message whose role is a number.
-    let da = t.path().join("da/session.db");
-    std::fs::create_dir_all(da.parent().unwrap()).unwrap();
-    std::fs::copy(fixtures().join("docker-agent/real/session.db"), &da).unwrap();
-    let c = rusqlite::Connection::open(&da).unwrap();
-    c.execute(
+    let da = docker_agent_edited(
+        t.path(),
         "UPDATE session_items SET message_json = json_set(message_json, '$.role', 5) WHERE id = 1",
-        [],
-    )
-    .unwrap();
-    drop(c);
+    );
     let before = snapshot(t.path());
 
     assert_eq!(
@@ -1246,6 +1240,17 @@ fn a_codex_payload_that_is_not_an_object_or_a_meta_id_not_a_string_is_named() {
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
 
+/// A copy of the real docker-agent store at `<dir>/da/session.db` with
+/// `sql` run on it.
+fn docker_agent_edited(dir: &std::path::Path, sql: &str) -> std::path::PathBuf {
+    let da = dir.join("da/session.db");
+    std::fs::create_dir_all(da.parent().unwrap()).unwrap();
+    std::fs::copy(fixtures().join("docker-agent/real/session.db"), &da).unwrap();
+    let c = rusqlite::Connection::open(&da).unwrap();
+    c.execute(sql, []).unwrap();
+    da
+}
+
 /// A docker-agent `session_items` row whose `item_type` is none docker-agent
 /// knows ("weird"): docker-agent passes over it on load, so the message it
 /// holds is not in the session, and it was left out with no word. It is
@@ -1254,15 +1259,11 @@ fn a_codex_payload_that_is_not_an_object_or_a_meta_id_not_a_string_is_named() {
 #[test]
 fn a_docker_agent_item_type_it_does_not_know_is_named_by_row() {
     let t = tempfile::tempdir().unwrap();
-    let da = t.path().join("da/session.db");
-    std::fs::create_dir_all(da.parent().unwrap()).unwrap();
-    std::fs::copy(fixtures().join("docker-agent/real/session.db"), &da).unwrap();
-    let c = rusqlite::Connection::open(&da).unwrap();
-    c.execute(
+    let da = docker_agent_edited(
+        t.path(),
         "UPDATE session_items SET item_type = 'weird' WHERE id = 3",
-        [],
-    )
-    .unwrap();
+    );
+    let c = rusqlite::Connection::open(&da).unwrap();
     let n: i64 = c
         .query_row(
             "SELECT length(CAST(message_json AS BLOB)) FROM session_items WHERE id = 3",
