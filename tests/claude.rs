@@ -1281,3 +1281,44 @@ fn the_resume_step_cds_into_the_stored_project_folder_and_resumes_as_printed() {
     assert!(resume.contains("-experiments-ideas"), "{resume}");
     assert!(resume.contains("/home/user/project"), "{resume}");
 }
+
+/// A transcript kept outside a Claude Code `projects/` folder: its copy
+/// cannot be laid out as Claude Code reads it, so the step says where to put
+/// it. It named `~/.claude/projects` only, although Claude Code reads
+/// `$CLAUDE_CONFIG_DIR/projects` when that is set; it now names both, with
+/// the project folder the stored cwd encodes to.
+#[test]
+fn the_step_for_a_copy_outside_projects_names_claude_config_dir() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let src = root.join("loose");
+    std::fs::create_dir_all(&src).unwrap();
+    let file = src.join(format!("{DOUBLE}.jsonl"));
+    std::fs::copy(gen_file("double_compact"), &file).unwrap();
+    let before = snapshot(&src);
+    let doc = json(&[
+        "repair",
+        "--format",
+        "json",
+        p(&file),
+        "--out",
+        p(&root.join("out")),
+    ]);
+    assert_eq!(snapshot(&src), before, "an input was touched");
+    let steps = copy_steps(&doc);
+    let put = steps
+        .iter()
+        .find(|s| s.starts_with("put the copy at"))
+        .unwrap_or_else(|| panic!("{steps:?}"));
+    assert!(
+        put.contains(&format!(
+            "~/.claude/projects/-home-dev-cc-dev-claude-double-compact-proj/{DOUBLE}.jsonl"
+        )),
+        "{put}"
+    );
+    assert!(put.contains("$CLAUDE_CONFIG_DIR/projects"), "{put}");
+    assert!(
+        put.contains("cd /home/dev/cc-dev/claude/double_compact/proj && claude --resume"),
+        "{put}"
+    );
+}

@@ -667,7 +667,8 @@ impl Copier for ClaudeStore {
             }
             None => {
                 // Claude Code reads the whole session from its project
-                // folder: every file of the copy goes there.
+                // folder under its config folder (`$CLAUDE_CONFIG_DIR`, else
+                // `~/.claude`): every file of the copy goes there.
                 let base = format!(
                     "~/.claude/projects/{}",
                     encoded.as_deref().map_or_else(
@@ -699,7 +700,7 @@ impl Copier for ClaudeStore {
                     _ => format!("`claude --resume {id}` from the project folder"),
                 };
                 vec![format!(
-                    "put the copy at {base}/{name}{side} (move the original aside first), then {resume}"
+                    "put the copy at {base}/{name}{side} (move the original aside first; under $CLAUDE_CONFIG_DIR/projects instead of ~/.claude/projects when you set CLAUDE_CONFIG_DIR), then {resume}"
                 )]
             }
         }
