@@ -202,6 +202,14 @@ fn check_gives_the_manifest_findings() {
         serde_json::json!([60000, 60000, 60000, 60000, 60000])
     );
     assert_eq!(f["compaction_ids"][0], "compression:20261123_152232_52d5bf");
+    assert_eq!(f["last_progressed"], false);
+    assert!(
+        f["remedy"]
+            .as_str()
+            .unwrap()
+            .starts_with("the agent will compact again on resume"),
+        "{f}"
+    );
     // image_after_compress: segment prompt sizes 155635/4, 141193/2, 65223/3; k=2 stalls.
     assert_eq!(
         codes(&hx("hermes-gen/image_after_compress"), &[]),
@@ -215,6 +223,16 @@ fn check_gives_the_manifest_findings() {
     );
     assert_eq!(f["stalls"], 1);
     assert_eq!(f["tokens"], serde_json::json!([38908, 70596, 21741]));
+    // Its newest compaction made progress (21741 after 70596): the remedy
+    // no longer says the agent will compact again on resume.
+    assert_eq!(f["last_progressed"], true);
+    let remedy = f["remedy"].as_str().unwrap();
+    assert!(
+        remedy.starts_with(
+            "the newest compaction made progress (trigger 21741 tokens after 70596), so the loop may be over"
+        ),
+        "{remedy}"
+    );
     // compress_rotate: 73371/8 then 120000/2: the second made no progress.
     let f = finding(
         &hx("hermes/compress_rotate"),

@@ -51,6 +51,8 @@ pub struct Chain {
     pub no_progress: Vec<usize>,
     /// Number of compactions that stalled.
     pub stalls: usize,
+    /// Whether each compaction stalled (as counted in `stalls`).
+    pub stalled: Vec<bool>,
 }
 
 /// Splits the session's compactions into chains and counts stalls.
@@ -110,6 +112,7 @@ pub fn chains(s: &Session) -> Vec<Chain> {
         if own_stall {
             chain.no_progress.push(c);
         }
+        let mut this_stalled = false;
         if let (Some(&pc), Some(&pt)) = (chain.compactions.last(), chain.tokens.last()) {
             let limit = pt as f64 * PROGRESS_RATIO;
             let stalled = if pt == 0 {
@@ -122,11 +125,14 @@ pub fn chains(s: &Session) -> Vec<Chain> {
             };
             if stalled && !own_stall {
                 chain.stalls += 1;
+                this_stalled = true;
             }
         }
         if own_stall {
             chain.stalls += 1;
+            this_stalled = true;
         }
+        chain.stalled.push(this_stalled);
         chain.compactions.push(c);
         chain.tokens.push(trigger);
         chain.post_tokens.push(marker.post_tokens);
@@ -182,7 +188,23 @@ fn judged(s: &Session) -> Vec<Finding> {
         .map(|c| {
             let end = *c.compactions.last().expect("chain is never empty");
             let over = last_compaction.is_some_and(|l| l > end);
+            // The chain's newest compaction made progress: a stall earlier
+            // in the chain, then a count that fell. The loop may be over;
+            // the store cannot tell whether the agent compacts again.
+            let last_progressed = c.stalled.last() == Some(&false) && c.tokens.len() >= 2;
             let last = &s.messages[end];
+            let remedy = if over {
+                "none needed: the loop ended".to_string()
+            } else if last_progressed {
+                let n = c.tokens.len();
+                format!(
+                    "the newest compaction made progress (trigger {} tokens after {}), so the loop may be over; if the agent keeps compacting on resume, cut history offline below the trigger (`session-doctor compact`) or switch to a model with a larger context",
+                    c.tokens[n - 1],
+                    c.tokens[n - 2]
+                )
+            } else {
+                "the agent will compact again on resume; cut history offline below the trigger (`session-doctor compact`) or switch to a model with a larger context".to_string()
+            };
             let mut f = Finding::new(
                 Code::CompactionLoop,
                 if over { Severity::Info } else { Severity::Error },
@@ -194,14 +216,11 @@ fn judged(s: &Session) -> Vec<Finding> {
                     c.tokens,
                     if over { "; over: a later compaction ended the chain" } else { "" }
                 ),
-                if over {
-                    "none needed: the loop ended"
-                } else {
-                    "the agent will compact again on resume; cut history offline below the trigger (`session-doctor compact`) or switch to a model with a larger context"
-                },
+                &remedy,
             )
             .with("compactions", c.compactions.len())
             .with("stalls", c.stalls)
+            .with("last_progressed", last_progressed)
             .with("tokens", c.tokens.clone())
             .with(
                 "compaction_ids",
