@@ -16,6 +16,10 @@ pub struct InputError {
     pub path: PathBuf,
     /// What went wrong and what was expected (never repeats `path` at its start).
     pub reason: String,
+    /// About an output (a copy or the output folder that could not be
+    /// written, or was refused), not an input that could not be read
+    /// ([`InputError::output`]); reports name it so ([`EntryKind::Unwritable`]).
+    pub output: bool,
 }
 
 impl InputError {
@@ -31,6 +35,17 @@ impl InputError {
         InputError {
             path: path.to_path_buf(),
             reason,
+            output: false,
+        }
+    }
+
+    /// An error about an output at or for `path` ([`InputError::new`]
+    /// otherwise): a copy refused or not written, an output folder that
+    /// cannot be used.
+    pub fn output(path: &Path, reason: impl Into<String>) -> InputError {
+        InputError {
+            output: true,
+            ..InputError::new(path, reason)
         }
     }
 
@@ -133,6 +148,9 @@ pub struct Problems {
 pub enum EntryKind {
     /// An input that could not be read ([`Problems::errors`]).
     Unreadable,
+    /// A copy that could not be written or was refused, or an output folder
+    /// that could not be used ([`Problems::errors`], [`InputError::output`]).
+    Unwritable,
     /// An input passed over ([`Problems::warnings`]).
     Skipped,
     /// The error that stopped the run ([`Problems::stopped`]).
@@ -150,13 +168,30 @@ impl Problems {
         }
         self.errors
             .iter()
-            .map(|e| with(EntryKind::Unreadable, e))
+            .map(|e| {
+                let k = if e.output {
+                    EntryKind::Unwritable
+                } else {
+                    EntryKind::Unreadable
+                };
+                with(k, e)
+            })
             .chain(self.warnings.iter().map(|e| with(EntryKind::Skipped, e)))
             .chain(
                 self.stopped
                     .iter()
                     .map(|e| (EntryKind::Stopped, e, e.reason.clone())),
             )
+    }
+
+    /// Errors about inputs that could not be read (not outputs).
+    pub fn unreadable(&self) -> usize {
+        self.errors.iter().filter(|e| !e.output).count()
+    }
+
+    /// Errors about outputs ([`InputError::output`]).
+    pub fn unwritable(&self) -> usize {
+        self.errors.iter().filter(|e| e.output).count()
     }
 
     pub fn error(&mut self, e: InputError) {

@@ -1160,3 +1160,52 @@ fn machine_formats_give_the_remedy_beside_the_command() {
         );
     }
 }
+
+/// A copy refused (it exists, no `--force`) was listed by the GitHub
+/// format as `cannot read input` (beside its own `copy not written` line,
+/// so twice), by SARIF as `unreadable-input` and by Markdown under "Inputs
+/// that could not be read", with the summary counting it as an unreadable
+/// input. It is now a copy not written in each, once in GitHub; the input,
+/// which was read, is not counted as unreadable.
+#[test]
+fn a_copy_not_written_is_not_called_an_unreadable_input() {
+    let t = tempfile::tempdir().unwrap();
+    let out_dir = t.path().join("out");
+    let o = out_dir.to_str().unwrap();
+    let store = "fixtures/opencode/stale-parent";
+    let (code, _, err) = run(&["repair", store, "--out", o]);
+    assert_eq!(code, 0, "{err}");
+    let dest = out_dir.join("opencode.db").display().to_string();
+
+    let (code, out, _) = run(&["repair", store, "--out", o, "--format", "github"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(!out.contains("cannot read input"), "{out}");
+    let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("::error")).collect();
+    assert_eq!(errors.len(), 1, "one annotation for the copy: {out}");
+    assert!(errors[0].contains("title=copy not written"), "{out}");
+    assert_eq!(properties(errors[0])[0], ("file".to_string(), dest.clone()));
+    assert!(
+        out.lines()
+            .last()
+            .unwrap()
+            .ends_with("; 0 unreadable input(s); 1 output error(s)"),
+        "{out}"
+    );
+
+    let (code, out, _) = run(&["repair", store, "--out", o, "--format", "sarif"]);
+    assert_eq!(code, 2);
+    let log = parse(&out, "sarif");
+    let inv = &log["runs"][0]["invocations"][0];
+    assert_eq!(inv["executionSuccessful"], false);
+    let notes = inv["toolExecutionNotifications"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{inv}");
+    assert_eq!(notes[0]["descriptor"]["id"], "unwritable-output");
+
+    let (code, out, _) = run(&["repair", store, "--out", o, "--format", "markdown"]);
+    assert_eq!(code, 2);
+    assert!(!out.contains("Inputs that could not be read"), "{out}");
+    assert!(!out.contains("input could not be read"), "{out}");
+    assert!(out.contains("**1 copy not written**"), "{out}");
+    assert!(out.contains("### Copies not written"), "{out}");
+    assert!(out.contains(&format!("`{dest}`")), "{out}");
+}

@@ -173,7 +173,7 @@ pub fn write(
         }
     };
     let fail_all = |problems: &mut Problems, err: anyhow::Error| -> Vec<CopyRow> {
-        problems.error(InputError::from_anyhow(out_dir, &err));
+        problems.error(InputError::output(out_dir, crate::error::chain(&err)));
         plans
             .iter()
             .map(|p| copy_row(e, p, false, Some(crate::error::chain(&err))))
@@ -190,7 +190,7 @@ pub fn write(
             .zip(first)
             .map(|(p, why)| {
                 if let Some(w) = &why {
-                    problems.error(InputError::new(&p.dest, w.clone()));
+                    problems.error(InputError::output(&p.dest, w.clone()));
                 }
                 copy_row(e, p, false, why)
             })
@@ -257,9 +257,9 @@ pub fn write(
             }
             Err((refused, why)) => {
                 let err = if refused {
-                    InputError::new(&p.dest, why.clone())
+                    InputError::output(&p.dest, why.clone())
                 } else {
-                    InputError::new(
+                    InputError::output(
                         store.path(),
                         format!("cannot write the copy {}: {why}", p.dest.display()),
                     )
@@ -271,7 +271,7 @@ pub fn write(
     }
     if changed {
         if let Err(err) = manifest.save(out_dir) {
-            problems.error(InputError::from_anyhow(out_dir, &err));
+            problems.error(InputError::output(out_dir, crate::error::chain(&err)));
         }
     }
     drop(lock);

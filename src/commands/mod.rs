@@ -111,6 +111,7 @@ fn print_stopped(kind: DocKind, format: OutputFormat, dry_run: bool, e: &anyhow:
     p.stopped = Some(InputError {
         path,
         reason: crate::error::chain(e),
+        output: false,
     });
     // A closed pipe or a full disk: the message is still on stderr.
     let _ = emit(exporter(format).stopped(kind, dry_run, &p));

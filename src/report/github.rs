@@ -5,7 +5,8 @@
 //! for info findings); `line` only where the finding has one (JSONL stores),
 //! while database findings name their row or message id in the title and the
 //! message. Every input that could not be read is an `::error file=PATH::`
-//! line, every skipped one a `::warning`, and an error that stopped the run
+//! line (title `cannot read input`; a copy refused or not written: `copy not
+//! written`), every skipped one a `::warning`, and an error that stopped the run
 //! an `::error title=session-doctor stopped::` line (with `file` when it is
 //! about one path), the summary then saying `stopped by an error`. The other commands print a
 //! `::notice` per session with findings (`list`) or per copy
@@ -60,12 +61,25 @@ fn level(s: Severity) -> &'static str {
 }
 
 /// Errors and warnings about inputs, one line each, then the error that
-/// stopped the run (no `file` when it is about no one path).
-fn problems_lines(out: &mut String, p: &Problems) {
+/// stopped the run (no `file` when it is about no one path). An output
+/// error that a failed row of `copies` already reports (its copy path is
+/// the entry's path or named in its reason) is left to that row's line
+/// ([`copy_lines`]): one annotation per copy not written.
+fn problems_lines(out: &mut String, p: &Problems, copies: &[CopyRow]) {
     use crate::error::EntryKind::*;
+    let covered = |e: &crate::error::InputError| {
+        copies.iter().any(|c| {
+            c.error.is_some()
+                && (e.path.display().to_string() == c.dest || e.reason.contains(&c.dest))
+        })
+    };
     for (kind, e, message) in p.each() {
+        if kind == Unwritable && covered(e) {
+            continue;
+        }
         let (lvl, title) = match kind {
             Unreadable => ("error", "cannot read input"),
+            Unwritable => ("error", "copy not written"),
             Skipped => ("warning", "input skipped"),
             Stopped => ("error", "session-doctor stopped"),
         };
@@ -82,23 +96,25 @@ fn problems_lines(out: &mut String, p: &Problems) {
 
 /// The closing plain line; for a run stopped by an error, that it stopped.
 fn summary(out: &mut String, command: &str, body: String, p: &Problems) {
-    if p.stopped.is_some() {
-        out.push_str(&format!(
-            "session-doctor {command}: stopped by an error; {} unreadable input(s)\n",
-            p.errors.len()
-        ));
-        return;
-    }
+    let body = if p.stopped.is_some() {
+        "stopped by an error".to_string()
+    } else {
+        body
+    };
+    let unwritable = match p.unwritable() {
+        0 => String::new(),
+        n => format!("; {n} output error(s)"),
+    };
     out.push_str(&format!(
-        "session-doctor {command}: {body}; {} unreadable input(s)\n",
-        p.errors.len()
+        "session-doctor {command}: {body}; {} unreadable input(s){unwritable}\n",
+        p.unreadable()
     ));
 }
 
 impl Exporter for GithubExporter {
     fn list(&self, rows: &[ListRow], problems: &Problems) -> String {
         let mut out = String::new();
-        problems_lines(&mut out, problems);
+        problems_lines(&mut out, problems, &[]);
         for r in rows {
             let f = &r.findings;
             if f.error + f.warning + f.info == 0 {
@@ -136,7 +152,7 @@ impl Exporter for GithubExporter {
 
     fn inspect(&self, sessions: &[InspectSession], problems: &Problems) -> String {
         let mut out = String::new();
-        problems_lines(&mut out, problems);
+        problems_lines(&mut out, problems, &[]);
         let t = InspectTotals::of(sessions);
         summary(
             &mut out,
@@ -152,7 +168,7 @@ impl Exporter for GithubExporter {
 
     fn check(&self, sessions: &[CheckSession], problems: &Problems) -> String {
         let mut out = String::new();
-        problems_lines(&mut out, problems);
+        problems_lines(&mut out, problems, &[]);
         for s in sessions {
             for f in &s.findings {
                 let loc = &f.location;
@@ -203,7 +219,7 @@ impl Exporter for GithubExporter {
 
     fn repair(&self, report: &RepairReport, problems: &Problems) -> String {
         let mut out = String::new();
-        problems_lines(&mut out, problems);
+        problems_lines(&mut out, problems, &report.copies);
         copy_lines(&mut out, &report.copies, report.dry_run);
         let t = CopyTotals::repair(report);
         summary(
@@ -224,7 +240,7 @@ impl Exporter for GithubExporter {
 
     fn compact(&self, r: &CompactReport, problems: &Problems) -> String {
         let mut out = String::new();
-        problems_lines(&mut out, problems);
+        problems_lines(&mut out, problems, &[]);
         if let Some(why) = &r.unreachable {
             out.push_str(&command(
                 "warning",
@@ -286,7 +302,7 @@ impl Exporter for GithubExporter {
         problems: &Problems,
     ) -> String {
         let mut out = String::new();
-        problems_lines(&mut out, problems);
+        problems_lines(&mut out, problems, copies);
         for r in sessions.iter().filter(|r| r.unreachable.is_some()) {
             out.push_str(&command(
                 "warning",

@@ -3,7 +3,8 @@
 //! then tables. Table cells are escaped: `|` as `\|`, line breaks as `<br>`
 //! (a space inside code spans), and Markdown punctuation outside code spans
 //! with a backslash, so stored text cannot break the table or inject markup.
-//! Inputs that could not be read are listed at the end (this format carries
+//! Inputs that could not be read and copies not written are listed at the
+//! end (this format carries
 //! them: nothing is printed on stderr for it). A run stopped by an error
 //! prints the heading, the error's message in a fenced block, and those
 //! inputs ([`Exporter::stopped`]).
@@ -148,10 +149,15 @@ fn count(n: usize, word: &str) -> String {
     }
 }
 
-/// The inputs that could not be read, and those skipped.
+/// The inputs that could not be read, the copies that could not be
+/// written (or were refused), and the inputs skipped.
 fn problems_block(out: &mut String, p: &Problems) {
+    use crate::error::InputError;
+    let (outputs, inputs): (Vec<InputError>, Vec<InputError>) =
+        p.errors.iter().cloned().partition(|e| e.output);
     for (title, list) in [
-        ("Inputs that could not be read", &p.errors),
+        ("Inputs that could not be read", &inputs),
+        ("Copies not written", &outputs),
         ("Warnings", &p.warnings),
     ] {
         if list.is_empty() {
@@ -167,13 +173,20 @@ fn problems_block(out: &mut String, p: &Problems) {
     }
 }
 
-/// The summary's tail about unreadable inputs (empty when none).
+/// The summary's tail about unreadable inputs and copies not written
+/// (empty when none).
 fn unread(p: &Problems) -> String {
-    match p.errors.len() {
+    let inputs = match p.unreadable() {
         0 => String::new(),
         1 => "; **1 input could not be read**".into(),
         n => format!("; **{n} inputs could not be read**"),
-    }
+    };
+    let outputs = match p.unwritable() {
+        0 => String::new(),
+        1 => "; **1 copy not written**".into(),
+        n => format!("; **{n} copies not written**"),
+    };
+    inputs + &outputs
 }
 
 /// Milliseconds since the epoch as RFC 3339 UTC, or as stored when out of

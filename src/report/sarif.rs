@@ -12,7 +12,8 @@
 //!   figures, remedy and remedy command.
 //! - `invocations[0]`: `executionSuccessful` is false when an input could
 //!   not be read or the run stopped on an error; each such input is a
-//!   `toolExecutionNotifications` entry (level `error`; skipped inputs
+//!   `toolExecutionNotifications` entry (level `error`, `unreadable-input`;
+//!   a copy refused or not written `unwritable-output`; skipped inputs
 //!   `warning`), and so is the error that stopped the run (`run-stopped`,
 //!   with no location when it is about no one path; the log is then the
 //!   command's with no results and zero totals).
@@ -198,6 +199,7 @@ fn invocations(p: &Problems) -> Value {
     for (kind, e, text) in p.each() {
         let (lvl, id) = match kind {
             Unreadable => ("error", "unreadable-input"),
+            Unwritable => ("error", "unwritable-output"),
             Skipped => ("warning", "skipped-input"),
             Stopped => ("error", "run-stopped"),
         };
