@@ -1174,12 +1174,13 @@ fn a_message_that_is_not_an_object_or_content_of_another_kind_is_named() {
     );
 }
 
-/// A rollout line whose `payload` is not an object (5), and a
-/// `session_meta` whose `id` is not a string (5): Codex reads each line as
-/// a `RolloutLine` (serde) and refuses both, but they read as an empty
-/// event and a header without its id, with no word. Each is now
-/// unreadable, named by line with what was expected, the typed and tree
-/// reads agreeing; the rest of the rollout is read.
+/// A rollout line whose `payload` is not an object (5), a `turn_context`
+/// line with no `payload`, and a `session_meta` whose `id` is not a string
+/// (5): Codex reads each line as a `RolloutLine` (serde) and refuses them,
+/// but they read as an empty event, a turn mark and a header without its
+/// id, with no word. Each is now unreadable, named by line with what was
+/// expected, the typed and tree reads agreeing; the rest of the rollout is
+/// read.
 #[test]
 fn a_codex_payload_that_is_not_an_object_or_a_meta_id_not_a_string_is_named() {
     let t = tempfile::tempdir().unwrap();
@@ -1187,7 +1188,7 @@ fn a_codex_payload_that_is_not_an_object_or_a_meta_id_not_a_string_is_named() {
         .path()
         .join("cx/sessions/2026/02/23")
         .join(codex_rollout().file_name().unwrap());
-    let mut event = 0;
+    let (mut event, mut turn) = (0, 0);
     derive_lines(&codex_rollout(), &cx, |l| {
         let mut meta: serde_json::Value = serde_json::from_slice(&l[0]).unwrap();
         assert_eq!(meta["type"], "session_meta");
@@ -1203,6 +1204,16 @@ fn a_codex_payload_that_is_not_an_object_or_a_meta_id_not_a_string_is_named() {
         let mut v: serde_json::Value = serde_json::from_slice(&l[event]).unwrap();
         v["payload"] = 5.into();
         l[event] = v.to_string().into_bytes();
+        turn = l
+            .iter()
+            .position(|b| {
+                serde_json::from_slice::<serde_json::Value>(b)
+                    .is_ok_and(|v| v["type"] == "turn_context")
+            })
+            .unwrap();
+        let mut v: serde_json::Value = serde_json::from_slice(&l[turn]).unwrap();
+        v.as_object_mut().unwrap().remove("payload");
+        l[turn] = v.to_string().into_bytes();
     });
     let before = snapshot(t.path());
 
@@ -1221,6 +1232,11 @@ fn a_codex_payload_that_is_not_an_object_or_a_meta_id_not_a_string_is_named() {
                 "`payload`: expected a JSON object (the `event_msg` line's fields), found the number 5: the line is not read"
                     .to_string()
             ),
+            (
+                turn as u64 + 1,
+                "`payload`: missing, expected a JSON object (the `turn_context` line's fields): the line is not read"
+                    .to_string()
+            ),
         ]
     );
     let got = json(&["list", "--format", "json", cx.to_str().unwrap()]);
@@ -1230,10 +1246,10 @@ fn a_codex_payload_that_is_not_an_object_or_a_meta_id_not_a_string_is_named() {
         "json",
         codex_rollout().to_str().unwrap(),
     ]);
-    // The event line (a `task_started`, a turn mark) is not read; the
-    // header gives no message either way.
+    // The event line (a `task_started`) and the turn mark are not read;
+    // the header gives no message either way.
     assert_eq!(
-        got["sessions"][0]["messages"].as_u64().unwrap() + 1,
+        got["sessions"][0]["messages"].as_u64().unwrap() + 2,
         orig["sessions"][0]["messages"].as_u64().unwrap()
     );
     bin().args(["check", cx.to_str().unwrap()]).assert().code(1);

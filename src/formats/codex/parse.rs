@@ -1980,6 +1980,16 @@ fn line_type_name(t: Cow<'_, str>) -> Cow<'static, str> {
     }
 }
 
+/// The line types of Codex's `RolloutItem` (serde: `type` names the
+/// variant, `payload` holds its fields; docs/formats/codex.md section 2).
+const ENVELOPE_TYPES: [&str; 5] = [
+    "session_meta",
+    "response_item",
+    "compacted",
+    "turn_context",
+    "event_msg",
+];
+
 /// Why Codex cannot read a line (an object `v`) the loader would
 /// otherwise take with no word; `None` for any other line. Codex reads each
 /// line as a `RolloutLine` (serde: the `type` names the variant, `payload`
@@ -1991,7 +2001,16 @@ fn line_type_name(t: Cow<'_, str>) -> Cow<'static, str> {
 /// reads come here and agree.
 fn shape_problem(v: &Value) -> Option<String> {
     let ty = v.get("type")?.as_str()?;
-    let p = v.get("payload")?;
+    let Some(p) = v.get("payload") else {
+        // An envelope type with no payload: Codex cannot read its variant
+        // either. Older rollouts' lines without an envelope (`{"type":
+        // "message", ...}`, `record_type`) have other types.
+        return ENVELOPE_TYPES.contains(&ty).then(|| {
+            format!(
+                "`payload`: missing, expected a JSON object (the `{ty}` line's fields): the line is not read"
+            )
+        });
+    };
     if !p.is_object() {
         return Some(format!(
             "`payload`: expected a JSON object (the `{ty}` line's fields), found {}: the line is not read",
