@@ -218,17 +218,36 @@ pub fn cleanup_all() {
     }
 }
 
+/// Held by the signal handler from its start to the process's exit, and by
+/// the main thread once the run is over ([`end_of_run`]): whichever takes
+/// it first decides the exit code.
+static EXIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Installs a SIGINT/SIGTERM handler that removes this run's temporary files
-/// and folders, then exits with 130. Idempotent.
+/// and folders, then exits with 130. Idempotent. The run goes on while the
+/// handler removes its files (its writes then fail), so the main thread
+/// must not end the process meanwhile with its own code: it waits at
+/// [`end_of_run`] (a run that ended on the files removed under it exited 2
+/// before the handler's 130, under load).
 pub fn install_signal_cleanup() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = ctrlc::set_handler(|| {
+            let _held = EXIT.lock().unwrap_or_else(|e| e.into_inner());
             cleanup_all();
             eprintln!("session-doctor: interrupted; temporary files removed");
             std::process::exit(130);
         });
     });
+}
+
+/// Called by `main` when the run is over, its own clean-up done, before it
+/// exits with its code: waits for a signal handler already running (which
+/// exits with 130 and never returns here), and keeps any later one from
+/// starting (it waits on the lock, held until the process exits).
+pub fn end_of_run() {
+    let held = EXIT.lock().unwrap_or_else(|e| e.into_inner());
+    std::mem::forget(held);
 }
 
 // ---------------------------------------------------------------------------

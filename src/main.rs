@@ -12,7 +12,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     session_doctor::memory::no_huge_pages();
     let cli = session_doctor::cli::Cli::parse();
-    match session_doctor::run(cli) {
+    let code = match session_doctor::run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!(
@@ -21,5 +21,7 @@ fn main() -> ExitCode {
             );
             session_doctor::exit_codes::code(session_doctor::exit_codes::ERROR)
         }
-    }
+    };
+    session_doctor::fsx::end_of_run();
+    code
 }
