@@ -490,9 +490,12 @@ fn issue8_a_file_named_as_an_agent_names_its_store_that_is_not_one_is_reported()
         .unwrap()
         .execute_batch("PRAGMA journal_mode=DELETE; PRAGMA foreign_keys=off; DROP TABLE part;")
         .unwrap();
+    // A JSON object of no Codex shape. (A `session_meta` line with no
+    // `payload` was one here; since whole_codex-3 it makes a rollout whose
+    // line 1 is named unreadable, as a first line that is not JSON does.)
     std::fs::write(
         r.join("d/rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl"),
-        "{\"timestamp\":\"2026-02-23T19:34:26.098Z\",\"type\":\"session_meta\"}\n",
+        "{\"timestamp\":\"2026-02-23T19:34:26.098Z\",\"kind\":\"session_meta\"}\n",
     )
     .unwrap();
     let before = snapshot(r);

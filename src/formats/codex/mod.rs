@@ -152,12 +152,17 @@ fn first_line(p: &Path) -> Result<Option<Value>> {
 
 /// Whether a first line may be a Codex line, answered without parsing it
 /// (most `.jsonl` files met while walking are Claude Code transcripts):
-/// [`parse::looks_like_codex`] needs a top-level `payload` key, or `id` and
-/// `timestamp` keys, so a line holding none of these names, and no `\u`
-/// escape that could spell one, is not one.
+/// [`parse::looks_like_codex`] needs a top-level `payload` key, `id` and
+/// `timestamp` keys, or a `RolloutItem` type name, so a line holding none
+/// of these names, and no `\u` escape that could spell one, is not one.
 fn maybe_codex(line: &[u8]) -> bool {
     let has = |k: &[u8]| memchr::memmem::find(line, k).is_some();
-    has(b"\\u") || has(b"\"payload\"") || (has(b"\"id\"") && has(b"\"timestamp\""))
+    has(b"\\u")
+        || has(b"\"payload\"")
+        || (has(b"\"id\"") && has(b"\"timestamp\""))
+        || parse::ENVELOPE_TYPES
+            .iter()
+            .any(|t| has(format!("\"{t}\"").as_bytes()))
 }
 
 /// Opens a rollout: a `.jsonl` whose first line is a Codex line (any name),
@@ -487,6 +492,8 @@ mod tests {
             r#"{"type":"event_msg","pay\u006coad":{}}"#,
             r#"{"\u0069d":"x","timestamp":"t"}"#,
             r#"{ "id" : "x" , "timestamp" : "t" }"#,
+            r#"{"payl,oad":{"type":"task_complete"},"type":"event_msg"}"#,
+            r#"{"type":"response_item"}"#,
         ] {
             let v: Value = serde_json::from_str(line).unwrap();
             assert!(parse::looks_like_codex(&v), "{line}");
@@ -502,6 +509,38 @@ mod tests {
         )
         .unwrap();
         assert!(!parse::looks_like_codex(&damaged));
+    }
+
+    /// Fuzz input whole_codex-3: a compacted copy whose first line is a
+    /// `RolloutItem` line with no `payload` (unreadable: the cut dropped the
+    /// readable lines before it) was not found as a rollout. It is, under a
+    /// rollout name or any other, and its first line is named; a line of
+    /// another type, or with Claude Code's `parentUuid`, is not Codex's.
+    #[test]
+    fn a_first_line_without_payload_still_makes_a_rollout() {
+        let t = tempfile::tempdir().unwrap();
+        let text = concat!(
+            r#"{"payl,oad":{"type":"task_complete"},"type":"event_msg"}"#,
+            "\n",
+            r#"{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}"#,
+            "\n"
+        );
+        for name in ["rollout-2026-01-01T00-00-00-x.jsonl", "copy.jsonl"] {
+            let p = t.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            let store = open_file(&p).unwrap().expect("a rollout");
+            let ids = store.session_ids().unwrap();
+            let s = store.load(&ids[0]).unwrap();
+            assert_eq!(s.messages.len(), 1, "{name}");
+            assert_eq!(s.problems.len(), 1, "{name}: {:?}", s.problems);
+        }
+        for line in [
+            r#"{"type":"user","message":{}}"#,
+            r#"{"parentUuid":null,"type":"event_msg"}"#,
+        ] {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert!(!parse::looks_like_codex(&v), "{line}");
+        }
     }
 
     #[test]

@@ -145,7 +145,18 @@ pub fn classify(v: &Value, first: bool) -> Line<'_> {
 /// damaged `session_meta` after it, and a compacted copy that cuts the
 /// items before it starts with that line; the copy was not found as a
 /// Codex rollout (fuzz input whole_codex-2).
+///
+/// So is a line of a `RolloutItem` type with no `payload` (and no
+/// `parentUuid`), which the loader names as unreadable ([`shape_problem`]):
+/// a compacted copy that cut the readable lines before such a line starts
+/// with it, and was not found as a rollout (fuzz input whole_codex-3).
 pub fn looks_like_codex(v: &Value) -> bool {
+    if v.get("payload").is_none()
+        && v.get("parentUuid").is_none()
+        && str_at(v, "type").is_some_and(|t| ENVELOPE_TYPES.contains(&t))
+    {
+        return true;
+    }
     match classify(v, true) {
         Line::Meta(p) => {
             let enveloped = str_at(v, "type") == Some("session_meta") && v.get("payload").is_some();
@@ -1982,7 +1993,7 @@ fn line_type_name(t: Cow<'_, str>) -> Cow<'static, str> {
 
 /// The line types of Codex's `RolloutItem` (serde: `type` names the
 /// variant, `payload` holds its fields; docs/formats/codex.md section 2).
-const ENVELOPE_TYPES: [&str; 5] = [
+pub(crate) const ENVELOPE_TYPES: [&str; 5] = [
     "session_meta",
     "response_item",
     "compacted",
