@@ -1173,6 +1173,7 @@ fn a_copy_not_written_is_not_called_an_unreadable_input() {
     let out_dir = t.path().join("out");
     let o = out_dir.to_str().unwrap();
     let store = "fixtures/opencode/stale-parent";
+    let before = snapshot(std::path::Path::new(store));
     let (code, _, err) = run(&["repair", store, "--out", o]);
     assert_eq!(code, 0, "{err}");
     let dest = out_dir.join("opencode.db").display().to_string();
@@ -1208,4 +1209,9 @@ fn a_copy_not_written_is_not_called_an_unreadable_input() {
     assert!(out.contains("**1 copy not written**"), "{out}");
     assert!(out.contains("### Copies not written"), "{out}");
     assert!(out.contains(&format!("`{dest}`")), "{out}");
+    assert_eq!(
+        snapshot(std::path::Path::new(store)),
+        before,
+        "an input was touched"
+    );
 }
