@@ -4,10 +4,9 @@
 //! (a space inside code spans), and Markdown punctuation outside code spans
 //! with a backslash, so stored text cannot break the table or inject markup.
 //! Inputs that could not be read and copies not written are listed at the
-//! end (this format carries
-//! them: nothing is printed on stderr for it). A run stopped by an error
-//! prints the heading, the error's message in a fenced block, and those
-//! inputs ([`Exporter::stopped`]).
+//! end (this format carries them: nothing is printed on stderr for it). A
+//! run stopped by an error prints the heading, the error's message in a
+//! fenced block, and those inputs ([`Exporter::stopped`]).
 
 use super::*;
 use crate::diagnose::{Location, Severity};
