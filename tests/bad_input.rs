@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use predicates::str::contains;
+use std::path::Path;
 
 #[test]
 fn truncated_json_file_in_a_legacy_tree_is_unreadable_and_the_rest_is_read() {
@@ -564,12 +565,7 @@ fn a_transcript_line_with_bytes_that_are_not_utf8_is_read_as_claude_code_reads_i
     let doc = json(&["check", "--format", "json", "--fail-on", "never", p]);
     assert_eq!(doc["sessions"].as_array().unwrap().len(), 1);
     assert_eq!(findings(&doc), Vec::<serde_json::Value>::new(), "{doc:#}");
-    let want = json(&["list", "--format", "json", src.to_str().unwrap()]);
-    let got = json(&["list", "--format", "json", p]);
-    assert_eq!(
-        got["sessions"][0]["messages"],
-        want["sessions"][0]["messages"]
-    );
+    assert_eq!(listed_messages(Path::new(p)), listed_messages(&src));
     let rows = json(&["inspect", "--format", "json", p]);
     let ids: Vec<&str> = rows["sessions"][0]["messages"]
         .as_array()
@@ -632,12 +628,7 @@ fn a_transcript_line_whose_uuid_is_not_a_string_is_named_not_dropped_in_silence(
     assert_eq!(u[0]["location"]["line"], first as u64 + 1);
     let said = u[0]["detail"].as_str().unwrap();
     assert!(said.contains("`uuid` is 5, expected a string"), "{said}");
-    let want = json(&["list", "--format", "json", src.to_str().unwrap()]);
-    let got = json(&["list", "--format", "json", p]);
-    assert_eq!(
-        got["sessions"][0]["messages"].as_u64().unwrap() + 1,
-        want["sessions"][0]["messages"].as_u64().unwrap()
-    );
+    assert_eq!(listed_messages(Path::new(p)) + 1, listed_messages(&src));
     bin().args(["check", p]).assert().code(1);
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
@@ -1125,16 +1116,9 @@ fn two_claude_lines_unreadable(
         .collect();
     said.sort();
     assert_eq!(said, want, "{doc:#}");
-    let got = json(&["list", "--format", "json", p]);
-    let orig = json(&[
-        "list",
-        "--format",
-        "json",
-        cc_transcript().to_str().unwrap(),
-    ]);
     assert_eq!(
-        got["sessions"][0]["messages"].as_u64().unwrap() + 2,
-        orig["sessions"][0]["messages"].as_u64().unwrap()
+        listed_messages(Path::new(p)) + 2,
+        listed_messages(&cc_transcript())
     );
     bin().args(["check", p]).assert().code(1);
     // A repair copy leaves both lines as they are stored.
@@ -1239,21 +1223,19 @@ fn a_codex_payload_that_is_not_an_object_or_a_meta_id_not_a_string_is_named() {
             ),
         ]
     );
-    let got = json(&["list", "--format", "json", cx.to_str().unwrap()]);
-    let orig = json(&[
-        "list",
-        "--format",
-        "json",
-        codex_rollout().to_str().unwrap(),
-    ]);
     // The event line (a `task_started`) and the turn mark are not read;
     // the header gives no message either way.
-    assert_eq!(
-        got["sessions"][0]["messages"].as_u64().unwrap() + 2,
-        orig["sessions"][0]["messages"].as_u64().unwrap()
-    );
+    assert_eq!(listed_messages(&cx) + 2, listed_messages(&codex_rollout()));
     bin().args(["check", cx.to_str().unwrap()]).assert().code(1);
     assert_eq!(snapshot(t.path()), before, "inputs changed");
+}
+
+/// Messages `list` counts in the first session of the store at `p`.
+fn listed_messages(p: &Path) -> u64 {
+    let doc = json(&["list", "--format", "json", p.to_str().unwrap()]);
+    doc["sessions"][0]["messages"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{doc:#}"))
 }
 
 /// A copy of the real docker-agent store at `<dir>/da/session.db` with
@@ -1311,19 +1293,9 @@ fn a_docker_agent_item_type_it_does_not_know_is_named_by_row() {
         found[0].to_string().contains("session_items row 3"),
         "{doc:#}"
     );
-    let got = json(&["list", "--format", "json", da.to_str().unwrap()]);
-    let orig = json(&[
-        "list",
-        "--format",
-        "json",
-        fixtures()
-            .join("docker-agent/real/session.db")
-            .to_str()
-            .unwrap(),
-    ]);
     assert_eq!(
-        got["sessions"][0]["messages"].as_u64().unwrap() + 1,
-        orig["sessions"][0]["messages"].as_u64().unwrap()
+        listed_messages(&da) + 1,
+        listed_messages(&fixtures().join("docker-agent/real/session.db"))
     );
     assert_eq!(snapshot(t.path()), before, "inputs changed");
 }
