@@ -203,13 +203,25 @@ fn check_gives_the_manifest_findings() {
     );
     assert_eq!(f["compaction_ids"][0], "compression:20261123_152232_52d5bf");
     assert_eq!(f["last_progressed"], false);
-    assert!(
-        f["remedy"]
-            .as_str()
-            .unwrap()
-            .starts_with("the agent will compact again on resume"),
-        "{f}"
+    // The stub reports 60000 prompt tokens for every request, so hermes
+    // rotated on a count that is not the history's size: the tip's next
+    // turn is far under the trigger, compact would change nothing, and the
+    // remedy says so with its figures instead of advising a cut.
+    let (next, goal) = (
+        f["compact_next_turn_tokens"].as_u64().unwrap(),
+        f["compact_goal_tokens"].as_u64().unwrap(),
     );
+    assert_eq!(goal, 57000, "95% of the last trigger: {f}");
+    assert!(next > 0 && next < goal, "{f}");
+    let remedy = f["remedy"].as_str().unwrap();
+    assert!(
+        remedy.starts_with(&format!(
+            "the next turn is estimated at {next} tokens, already under 57000 (95% of the last trigger), so cutting history offline cannot help"
+        )) && remedy.ends_with("switch to a model with a larger context"),
+        "{remedy}"
+    );
+    assert!(!remedy.contains("session-doctor compact"), "{remedy}");
+    assert!(f["remedy_command"].is_null(), "{f}");
     // image_after_compress: segment prompt sizes 155635/4, 141193/2, 65223/3; k=2 stalls.
     assert_eq!(
         codes(&hx("hermes-gen/image_after_compress"), &[]),
@@ -229,10 +241,11 @@ fn check_gives_the_manifest_findings() {
     let remedy = f["remedy"].as_str().unwrap();
     assert!(
         remedy.starts_with(
-            "the newest compaction made progress (trigger 21741 tokens after 70596), so the loop may be over"
+            "the newest compaction made progress (trigger 21741 tokens after 70596), so the loop may be over; the next turn is estimated at "
         ),
         "{remedy}"
     );
+    assert_eq!(f["compact_goal_tokens"], 20653, "95% of 21741: {f}");
     // compress_rotate: 73371/8 then 120000/2: the second made no progress.
     let f = finding(
         &hx("hermes/compress_rotate"),

@@ -196,10 +196,23 @@ pub fn fill(
                     }
                 },
                 Err(u) => {
-                    f.remedy = format!(
-                        "{} (session-doctor compact cannot do it here: {})",
-                        f.remedy, u.why
-                    );
+                    f.remedy = match u.already_under {
+                        // The loop's own advice is to cut below the trigger,
+                        // which the history already is: what is left is said
+                        // alone, not after advice the figures rule out.
+                        Some((next, goal)) if f.code == Code::CompactionLoop => {
+                            crate::diagnose::remedy_already_under(f, next, goal)
+                        }
+                        _ => format!(
+                            "{} (session-doctor compact cannot do it here: {})",
+                            f.remedy, u.why
+                        ),
+                    };
+                    if let Some((next, goal)) = u.already_under {
+                        f.figures
+                            .insert("compact_next_turn_tokens".into(), next.into());
+                        f.figures.insert("compact_goal_tokens".into(), goal.into());
+                    }
                     if let Some(short) = &u.shortfall {
                         f.figures.insert(
                             "compact_shortfall".into(),
@@ -259,6 +272,30 @@ fn left_why(left: &Finding, detail: &str) -> String {
 struct Unreached {
     why: String,
     shortfall: Option<Box<crate::treat::compact::Shortfall>>,
+    /// When compact would change nothing because the next turn is already
+    /// under the token goal: (next-turn tokens, goal tokens).
+    already_under: Option<(u64, u64)>,
+}
+
+impl Unreached {
+    /// Compact's plan makes no edit: the next turn (`next_turn` tokens,
+    /// overhead included) already meets every goal. Said with the figures
+    /// when a token goal (`below`) set it, so the reader sees why.
+    fn nothing_to_change(next_turn: u64, below: Option<u64>) -> Unreached {
+        match below.filter(|&b| next_turn < b) {
+            Some(b) => Unreached {
+                why: format!(
+                    "it would change nothing, as the next turn is already estimated at {next_turn} tokens, under the {b} a cut aims below"
+                ),
+                shortfall: None,
+                already_under: Some((next_turn, b)),
+            },
+            None => Unreached {
+                why: "it would change nothing".into(),
+                ..Unreached::default()
+            },
+        }
+    }
 }
 
 /// Whether `session-doctor compact` reaches its goals on `session` for
@@ -275,18 +312,43 @@ fn reaches(
         crate::treat::compact::plan_to_reach_keeping(store.copier(), session, target).map_err(
             |e| Unreached {
                 why: crate::error::chain(&e),
-                shortfall: None,
+                ..Unreached::default()
             },
         )?;
     match (p.unreachable, p.edits.is_empty()) {
         (Some(why), _) => Err(Unreached {
             why,
             shortfall: p.shortfall.map(Box::new),
+            already_under: None,
         }),
-        (None, true) => Err(Unreached {
-            why: "it would change nothing".into(),
-            shortfall: None,
-        }),
+        (None, true) => Err(Unreached::nothing_to_change(
+            p.before.tokens_next_turn,
+            target.goals.below_tokens,
+        )),
         (None, false) => Ok(planned),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan with no edit is said with its figures when a token goal is
+    /// what the next turn already meets; otherwise in the short words.
+    #[test]
+    fn nothing_to_change_names_the_figures_of_a_met_token_goal() {
+        let u = Unreached::nothing_to_change(1353, Some(57000));
+        assert_eq!(u.already_under, Some((1353, 57000)));
+        assert_eq!(
+            u.why,
+            "it would change nothing, as the next turn is already estimated at 1353 tokens, under the 57000 a cut aims below"
+        );
+        for (next, goal) in [(100, None), (57000, Some(57000)), (60000, Some(57000))] {
+            let u = Unreached::nothing_to_change(next, goal);
+            assert_eq!(
+                (u.why.as_str(), u.already_under),
+                ("it would change nothing", None)
+            );
+        }
     }
 }

@@ -175,6 +175,42 @@ fn unjudged(s: &Session) -> Option<Finding> {
     )
 }
 
+/// "the newest compaction made progress (trigger T tokens after P), so the
+/// loop may be over", of a chain's trigger counts (`tokens`, two or more).
+fn progress_lead(tokens: &[u64]) -> String {
+    let n = tokens.len();
+    format!(
+        "the newest compaction made progress (trigger {} tokens after {}), so the loop may be over",
+        tokens[n - 1],
+        tokens[n - 2]
+    )
+}
+
+/// The remedy of an open-chain finding `f` when `session-doctor compact`
+/// would change nothing because the next turn (`next_turn` tokens, the
+/// agent's overhead included) is already under `goal` (95% of the last
+/// trigger): the advice to cut below the trigger is ruled out by those
+/// figures, so only what is left is said (after the progress the chain
+/// made, when its newest compaction made some).
+pub fn remedy_already_under(f: &Finding, next_turn: u64, goal: u64) -> String {
+    let tokens: Vec<u64> = f
+        .figures
+        .get("tokens")
+        .and_then(|t| t.as_array())
+        .map(|a| a.iter().filter_map(|x| x.as_u64()).collect())
+        .unwrap_or_default();
+    let progressed = f.figures.get("last_progressed").and_then(|v| v.as_bool()) == Some(true)
+        && tokens.len() >= 2;
+    let lead = if progressed {
+        format!("{}; ", progress_lead(&tokens))
+    } else {
+        String::new()
+    };
+    format!(
+        "{lead}the next turn is estimated at {next_turn} tokens, already under {goal} (95% of the last trigger), so cutting history offline cannot help; if the agent still compacts on resume, what it counts is not this history (the provider's reported usage, for one): switch to a model with a larger context"
+    )
+}
+
 /// A chain is over (history, `info`) when another compaction came after it:
 /// a later chain, or a manual compaction (`session-doctor compact` writes
 /// its own as manual ones where the agent keeps every summary).
@@ -196,11 +232,9 @@ fn judged(s: &Session) -> Vec<Finding> {
             let remedy = if over {
                 "none needed: the loop ended".to_string()
             } else if last_progressed {
-                let n = c.tokens.len();
                 format!(
-                    "the newest compaction made progress (trigger {} tokens after {}), so the loop may be over; if the agent keeps compacting on resume, cut history offline below the trigger (`session-doctor compact`) or switch to a model with a larger context",
-                    c.tokens[n - 1],
-                    c.tokens[n - 2]
+                    "{}; if the agent keeps compacting on resume, cut history offline below the trigger (`session-doctor compact`) or switch to a model with a larger context",
+                    progress_lead(&c.tokens)
                 )
             } else {
                 "the agent will compact again on resume; cut history offline below the trigger (`session-doctor compact`) or switch to a model with a larger context".to_string()
