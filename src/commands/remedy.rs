@@ -196,18 +196,19 @@ pub fn fill(
                     }
                 },
                 Err(u) => {
-                    f.remedy = match u.already_under {
-                        // The loop's own advice is to cut below the trigger,
-                        // which the history already is: what is left is said
-                        // alone, not after advice the figures rule out.
-                        Some((next, goal)) if f.code == Code::CompactionLoop => {
-                            crate::diagnose::remedy_already_under(f, next, goal)
-                        }
-                        _ => format!(
+                    // The loop's own advice is to cut below the trigger,
+                    // which the history already is: what is left is said
+                    // alone, not after advice the figures rule out.
+                    let under = u
+                        .already_under
+                        .filter(|_| f.code == Code::CompactionLoop)
+                        .and_then(|(next, _)| crate::diagnose::remedy_already_under(f, next));
+                    f.remedy = under.unwrap_or_else(|| {
+                        format!(
                             "{} (session-doctor compact cannot do it here: {})",
                             f.remedy, u.why
-                        ),
-                    };
+                        )
+                    });
                     if let Some((next, goal)) = u.already_under {
                         f.figures
                             .insert("compact_next_turn_tokens".into(), next.into());

@@ -188,17 +188,24 @@ fn progress_lead(tokens: &[u64]) -> String {
 
 /// The remedy of an open-chain finding `f` when `session-doctor compact`
 /// would change nothing because the next turn (`next_turn` tokens, the
-/// agent's overhead included) is already under `goal` (95% of the last
-/// trigger): the advice to cut below the trigger is ruled out by those
-/// figures, so only what is left is said (after the progress the chain
-/// made, when its newest compaction made some).
-pub fn remedy_already_under(f: &Finding, next_turn: u64, goal: u64) -> String {
+/// agent's overhead included) is already under 95% of the chain's last
+/// trigger (its `tokens` figure): the advice to cut below the trigger is
+/// ruled out by those figures, so only what is left is said (after the
+/// progress the chain made, when its newest compaction made some). `None`
+/// when the finding has no trigger above 0 or the next turn is not under
+/// 95% of it.
+pub fn remedy_already_under(f: &Finding, next_turn: u64) -> Option<String> {
     let tokens: Vec<u64> = f
         .figures
         .get("tokens")
         .and_then(|t| t.as_array())
         .map(|a| a.iter().filter_map(|x| x.as_u64()).collect())
         .unwrap_or_default();
+    // The goal compact cuts to for this finding (`Goals::of`).
+    let goal = (*tokens.last().filter(|&&t| t > 0)? as f64 * PROGRESS_RATIO) as u64;
+    if next_turn >= goal {
+        return None;
+    }
     let progressed = f.figures.get("last_progressed").and_then(|v| v.as_bool()) == Some(true)
         && tokens.len() >= 2;
     let lead = if progressed {
@@ -206,9 +213,9 @@ pub fn remedy_already_under(f: &Finding, next_turn: u64, goal: u64) -> String {
     } else {
         String::new()
     };
-    format!(
+    Some(format!(
         "{lead}the next turn is estimated at {next_turn} tokens, already under {goal} (95% of the last trigger), so cutting history offline cannot help; if the agent still compacts on resume, what it counts is not this history (the provider's reported usage, for one): switch to a model with a larger context"
-    )
+    ))
 }
 
 /// A chain is over (history, `info`) when another compaction came after it:
@@ -272,4 +279,41 @@ fn judged(s: &Session) -> Vec<Finding> {
             f
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open_chain(tokens: &[u64], last_progressed: bool) -> Finding {
+        Finding::new(
+            Code::CompactionLoop,
+            Severity::Error,
+            None,
+            String::new(),
+            "",
+        )
+        .with("tokens", tokens.to_vec())
+        .with("last_progressed", last_progressed)
+    }
+
+    /// Said only under 95% of the chain's own last trigger, after the
+    /// chain's progress when its newest compaction made some.
+    #[test]
+    fn remedy_already_under_needs_the_next_turn_under_the_chains_goal() {
+        let f = open_chain(&[60000, 60000], false);
+        let r = remedy_already_under(&f, 1353).unwrap();
+        assert!(
+            r.starts_with("the next turn is estimated at 1353 tokens, already under 57000 (95% of the last trigger)"),
+            "{r}"
+        );
+        assert_eq!(remedy_already_under(&f, 57000), None);
+        assert_eq!(remedy_already_under(&open_chain(&[0, 0], false), 0), None);
+        assert_eq!(remedy_already_under(&open_chain(&[], false), 0), None);
+        let r = remedy_already_under(&open_chain(&[70596, 21741], true), 795).unwrap();
+        assert!(
+            r.starts_with("the newest compaction made progress (trigger 21741 tokens after 70596), so the loop may be over; the next turn is estimated at 795 tokens, already under 20653"),
+            "{r}"
+        );
+    }
 }
