@@ -115,6 +115,9 @@ struct Sniff {
     claude: bool,
     /// No line parsed as a JSON object.
     nothing_parsed: bool,
+    /// A line is a message line without the transcript keys
+    /// ([`loose_message`]).
+    message_line: bool,
     /// `sessionId` of the first line that has one.
     session_id: Option<String>,
     /// Read on until a transcript line names its session (only an
@@ -137,6 +140,26 @@ fn looks_like_claude(v: &Value) -> bool {
         Some("file-history-snapshot") => o.contains_key("messageId"),
         _ => false,
     }
+}
+
+/// A message line that lacks both `parentUuid` and `sessionId` (which
+/// Claude Code writes on every line): `type` `user` or `assistant`, a
+/// string `uuid` and a `message` object, and neither the `session_id` of
+/// Claude Code's stream-json output nor Codex's `payload`. Claude Code loads
+/// such a line as a message with no parent. It makes a store only of a file
+/// named by a session uuid ([`open_probed`]): a copy compact cut down to
+/// such lines is still found (fuzz input whole_claude-23: the cut dropped
+/// the only lines with `sessionId`, leaving one that was not JSON and one
+/// message line without either key).
+fn loose_message(v: &Value) -> bool {
+    let Some(o) = v.as_object() else { return false };
+    matches!(
+        o.get("type").and_then(Value::as_str),
+        Some("user" | "assistant")
+    ) && o.get("uuid").is_some_and(Value::is_string)
+        && o.get("message").is_some_and(Value::is_object)
+        && !o.contains_key("session_id")
+        && !o.contains_key("payload")
 }
 
 /// One line read as JSON for the sniff. A line with bytes that are not
@@ -193,6 +216,9 @@ impl Sniff {
         if v.is_object() {
             self.nothing_parsed = false;
         }
+        if loose_message(&v) {
+            self.message_line = true;
+        }
         if looks_like_claude(&v) {
             self.claude = true;
             if self.session_id.is_none() {
@@ -225,6 +251,7 @@ fn sniff_from(p: &Path, first: Option<&[u8]>, need_session: bool) -> Result<Snif
     let mut out = Sniff {
         claude: false,
         nothing_parsed: true,
+        message_line: false,
         session_id: None,
         need_session,
     };
@@ -294,7 +321,8 @@ fn open_probed(probe: &super::Probe<'_>) -> Result<Option<Box<dyn Store>>> {
     let agent = id.starts_with("agent-");
     let s = sniff_from(p, first.complete.then_some(first.bytes.as_slice()), agent)?;
     let empty_or_broken = s.nothing_parsed && uuid_like(&id);
-    if !s.claude && !empty_or_broken {
+    let loose = s.message_line && uuid_like(&id);
+    if !s.claude && !empty_or_broken && !loose {
         return Ok(None);
     }
     if agent {
@@ -809,6 +837,7 @@ mod tests {
             let mut one = Sniff {
                 claude: false,
                 nothing_parsed: true,
+                message_line: false,
                 session_id: None,
                 need_session: true,
             };
@@ -863,6 +892,30 @@ mod tests {
         let id = parse::part_id(u, "compactMetadata");
         assert_eq!(id, format!("{u}#compactMetadata"));
         assert_eq!(id.capacity(), id.len());
+    }
+
+    /// Fuzz input whole_claude-23: a message line with neither `sessionId`
+    /// nor `parentUuid` (after a line that is not JSON) makes a store of a
+    /// file named by a session uuid only; stream-json and Codex lines do not.
+    #[test]
+    fn a_loose_message_line_makes_a_store_only_of_a_uuid_named_file() {
+        let text = b"{]\n{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"hi\"},\"uuid\":\"u8\"}\n";
+        let (dir, p) = transcript(text);
+        let store = open_file(&p).unwrap().expect("a uuid-named transcript");
+        let ids = store.session_ids().unwrap();
+        assert_eq!(store.load(&ids[0]).unwrap().messages.len(), 1);
+        let other = dir.path().join("notes.jsonl");
+        std::fs::write(&other, text).unwrap();
+        assert!(open_file(&other).unwrap().is_none());
+        for line in [
+            r#"{"type":"user","message":{"role":"user"},"uuid":"u","session_id":"s"}"#,
+            r#"{"type":"user","message":{"role":"user"},"uuid":"u","payload":{}}"#,
+            r#"{"type":"system","message":{"role":"user"},"uuid":"u"}"#,
+            r#"{"type":"user","message":"hi","uuid":"u"}"#,
+        ] {
+            let (_d, p) = transcript(line.as_bytes());
+            assert!(open_file(&p).unwrap().is_none(), "{line}");
+        }
     }
 
     /// `bytes` as a transcript named like a session, in a new folder.
