@@ -446,14 +446,22 @@ fn cut_drops(s: &Session, keep_turns: Option<usize>) -> Option<(Vec<bool>, bool)
     for &i in &visible {
         keep[i] = true;
     }
-    // What the kept compaction preserves stays, in view or not: the agent
+    // What a kept compaction preserves stays, in view or not: the agent
     // prunes at it only when every preserved message is there, so dropping
-    // one out of view would bring back the history before it (fuzz input
-    // whole_claude-20: a preserved uuid's copies were all out of view).
-    let preserved: HashSet<&str> = s.messages[anchor]
-        .compaction()
-        .map(|c| c.preserved.iter().map(String::as_str).collect())
-        .unwrap_or_default();
+    // one out of view would change the view (fuzz input whole_claude-20: a
+    // preserved uuid's copies were all out of view, and the history before
+    // it came back). Every kept compaction counts, not only the anchor:
+    // whole_claude-24, a boundary after the newest visible message (so not
+    // the anchor) preserved two messages out of view, and dropping them
+    // took the newest user message out of the copy's view.
+    let preserved: HashSet<&str> = s
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| keep[i] || i >= anchor)
+        .filter_map(|(_, m)| m.compaction())
+        .flat_map(|c| c.preserved.iter().map(String::as_str))
+        .collect();
     for (i, m) in s.messages.iter().enumerate() {
         if m.sidechain || i > anchor || preserved.contains(m.id.as_str()) {
             keep[i] = true;
