@@ -1234,6 +1234,42 @@ fn plan_steps(
 mod tests {
     use super::*;
 
+    /// Fuzz input whole_claude-24: a compaction kept because it comes after
+    /// the anchor (here the oldest visible message, as no compaction is in
+    /// view) keeps what it preserves, in view or not. Before, only the
+    /// anchor's own preserved messages stayed, and dropping the others
+    /// changed the agent's view of the copy.
+    #[test]
+    fn a_cut_keeps_what_every_kept_compaction_preserves() {
+        use crate::model::{sym, Agent, CompactionMarker, Message, Part};
+        let mut boundary = Message::new("b", Role::Other(sym("system")));
+        let mut p = Part::empty("b#0", PartKind::Compaction, "compact_boundary");
+        p.compaction = Some(Box::new(CompactionMarker {
+            auto: true,
+            preserved: vec!["x".into(), "y".into(), "u".into()],
+            ..Default::default()
+        }));
+        boundary.parts.push(p);
+        let mut s = Session::new(Agent::ClaudeCode, "s", None, "x".into());
+        s.messages = vec![
+            Message::new("x", Role::User),
+            Message::new("y", Role::Assistant),
+            Message::new("u", Role::User),
+            boundary,
+            Message::new("z", Role::Assistant),
+        ];
+        s.visible = vec![2, 4];
+        let (dropped, unique) = cut_drops(&s, None).expect("messages are visible");
+        assert!(unique);
+        assert_eq!(dropped, vec![false; 5], "x and y are preserved by b");
+        // What no kept compaction preserves is dropped, as before.
+        if let Some(c) = s.messages[3].parts[0].compaction.as_mut() {
+            c.preserved = vec!["u".into()];
+        }
+        let (dropped, _) = cut_drops(&s, None).expect("messages are visible");
+        assert_eq!(dropped, vec![true, true, false, false, false]);
+    }
+
     /// Copies of one id before the newest media, derived from the real
     /// image transcript up to its compaction: its newest line (a tool
     /// result with one image) stored twice more before it under id `x`, the
