@@ -186,6 +186,24 @@ fn progress_lead(tokens: &[u64]) -> String {
     )
 }
 
+/// The trigger counts of a chain finding `f` (its `tokens` figure).
+fn trigger_tokens(f: &Finding) -> Vec<u64> {
+    f.figures
+        .get("tokens")
+        .and_then(|t| t.as_array())
+        .map(|a| a.iter().filter_map(|x| x.as_u64()).collect())
+        .unwrap_or_default()
+}
+
+/// What `session-doctor compact` cuts the next turn of chain finding `f`
+/// below, in tokens: 95% of the chain's last trigger ([`PROGRESS_RATIO`]:
+/// the agent would compact again above it); `None` when that trigger is 0
+/// or missing.
+pub fn cut_goal(f: &Finding) -> Option<u64> {
+    let last = *trigger_tokens(f).last().filter(|&&t| t > 0)?;
+    Some((last as f64 * PROGRESS_RATIO) as u64)
+}
+
 /// The remedy of an open-chain finding `f` when `session-doctor compact`
 /// would change nothing because the next turn (`next_turn` tokens, the
 /// agent's overhead included) is already under 95% of the chain's last
@@ -195,17 +213,8 @@ fn progress_lead(tokens: &[u64]) -> String {
 /// when the finding has no trigger above 0 or the next turn is not under
 /// 95% of it.
 pub fn remedy_already_under(f: &Finding, next_turn: u64) -> Option<String> {
-    let tokens: Vec<u64> = f
-        .figures
-        .get("tokens")
-        .and_then(|t| t.as_array())
-        .map(|a| a.iter().filter_map(|x| x.as_u64()).collect())
-        .unwrap_or_default();
-    // The goal compact cuts to for this finding (`Goals::of`).
-    let goal = (*tokens.last().filter(|&&t| t > 0)? as f64 * PROGRESS_RATIO) as u64;
-    if next_turn >= goal {
-        return None;
-    }
+    let goal = cut_goal(f).filter(|&g| next_turn < g)?;
+    let tokens = trigger_tokens(f);
     let progressed = f.figures.get("last_progressed").and_then(|v| v.as_bool()) == Some(true)
         && tokens.len() >= 2;
     let lead = if progressed {

@@ -612,7 +612,7 @@ fn locate(s: &Session, findings: &mut [Finding]) {
     }
 }
 
-pub use compaction_loop::{remedy_already_under, PROGRESS_RATIO};
+pub use compaction_loop::{cut_goal as compaction_loop_goal, remedy_already_under, PROGRESS_RATIO};
 pub use dangling_parent::{
     dangling, orphan_references, suggested_parent as dangling_suggested_parent,
     suggested_parents as dangling_suggested_parents,

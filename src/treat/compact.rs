@@ -100,14 +100,7 @@ impl Goals {
                 }
                 Code::CompactionLoop => {
                     g.cut_history = true;
-                    let last = f
-                        .figures
-                        .get("tokens")
-                        .and_then(|t| t.as_array())
-                        .and_then(|a| a.iter().rev().find_map(|x| x.as_u64()))
-                        .filter(|&t| t > 0);
-                    if let Some(t) = last {
-                        let below = (t as f64 * crate::diagnose::PROGRESS_RATIO) as u64;
+                    if let Some(below) = crate::diagnose::compaction_loop_goal(f) {
                         g.below_tokens = Some(g.below_tokens.map_or(below, |b| b.min(below)));
                     }
                 }
