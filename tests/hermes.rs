@@ -312,6 +312,54 @@ fn check_gives_the_manifest_findings() {
     assert!(f["visible_bytes"].as_u64().unwrap() > 100_057);
 }
 
+/// The loop on the chain of an empty continuation is not judged on the
+/// empty session's history (its next turn counts 0 tokens): the remedy
+/// was "already under 57000 ... switch to a model with a larger context",
+/// advice the empty session's figures cannot support. It now points to
+/// `repair`, whose printed command drops the empty session; the copy's
+/// check then reports no loop on the chain (it resumes on a980c8).
+#[test]
+fn a_loop_on_an_empty_continuation_points_to_repair_not_to_a_larger_model() {
+    let src = hx("derived/empty_continuation");
+    let f = finding(&src, "7db7eb", "compaction-loop", &[]);
+    let remedy = f["remedy"].as_str().unwrap();
+    assert!(
+        remedy.starts_with("the session a resume lands on holds no message (empty-continuation)"),
+        "{remedy}"
+    );
+    assert!(
+        remedy.contains("resumes 20261122_104840_a980c8"),
+        "{remedy}"
+    );
+    assert!(!remedy.contains("larger context"), "{remedy}");
+    let cmd = f["remedy_command"].as_str().unwrap();
+    assert!(cmd.starts_with("session-doctor repair "), "{cmd}");
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("o");
+    bin()
+        .args([
+            "repair",
+            p(&src),
+            "--session",
+            "20261122_104851_7db7eb",
+            "--out",
+            p(&out),
+        ])
+        .assert()
+        .code(0);
+    let after = codes(&out, &[]);
+    assert!(
+        !after
+            .iter()
+            .any(|(_, c, v)| c == "compaction-loop" && v == "error"),
+        "{after:?}"
+    );
+    assert!(session(&list(&out), "a980c8")["chain"]["resumes"]
+        .as_str()
+        .unwrap()
+        .ends_with("a980c8"));
+}
+
 #[test]
 fn derived_faults_are_found() {
     assert_eq!(

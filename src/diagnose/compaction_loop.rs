@@ -227,6 +227,17 @@ pub fn remedy_already_under(f: &Finding, next_turn: u64) -> Option<String> {
     ))
 }
 
+/// The remedy of an open chain whose session is an empty continuation of
+/// `parent` ([`super::empty_continuation`]): the history the loop would be
+/// judged on is not there (the next turn counts 0 tokens), so neither a cut
+/// nor a larger model is the advice; `repair` drops the empty session and
+/// the chain resumes on `parent`, with its transcript.
+fn remedy_after_empty_continuation(parent: &str) -> String {
+    format!(
+        "the session a resume lands on holds no message (empty-continuation), so the loop cannot be judged on its history: run `session-doctor repair`; the copy resumes {parent} with its transcript, where `session-doctor check` judges the loop again"
+    )
+}
+
 /// A chain is over (history, `info`) when another compaction came after it:
 /// a later chain, or a manual compaction (`session-doctor compact` writes
 /// its own as manual ones where the agent keeps every summary).
@@ -245,8 +256,15 @@ fn judged(s: &Session) -> Vec<Finding> {
             // the store cannot tell whether the agent compacts again.
             let last_progressed = c.stalled.last() == Some(&false) && c.tokens.len() >= 2;
             let last = &s.messages[end];
+            let empty = if over {
+                None
+            } else {
+                super::empty_continuation::parent_of_empty(s)
+            };
             let remedy = if over {
                 "none needed: the loop ended".to_string()
+            } else if let Some(parent) = &empty {
+                remedy_after_empty_continuation(parent)
             } else if last_progressed {
                 format!(
                     "{}; if the agent keeps compacting on resume, cut history offline below the trigger (`session-doctor compact`) or switch to a model with a larger context",
@@ -278,6 +296,8 @@ fn judged(s: &Session) -> Vec<Finding> {
             );
             if over {
                 f = f.fixed_by(crate::diagnose::Fix::None);
+            } else if empty.is_some() {
+                f = f.fixed_by(crate::diagnose::Fix::Repair);
             }
             if c.post_tokens.iter().any(Option::is_some) {
                 f = f.with("post_tokens", c.post_tokens.clone()).with(

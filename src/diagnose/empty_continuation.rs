@@ -8,13 +8,24 @@
 use super::{Code, Finding, Severity};
 use crate::model::Session;
 
+/// The parent `s` continues (empty when the store names none) when `s` is
+/// an empty continuation: a continuation session with no message row that
+/// a resume of its chain lands on. `None` otherwise (no lineage, a session
+/// with rows, or one a resume does not land on).
+pub(super) fn parent_of_empty(s: &Session) -> Option<String> {
+    empty(s).map(|l| l.parent.clone().unwrap_or_default())
+}
+
+/// The lineage of `s` when it is an empty continuation ([`parent_of_empty`]).
+fn empty(s: &Session) -> Option<&crate::model::Lineage> {
+    let l = s.lineage.as_deref()?;
+    (l.continuation && l.rows == 0 && l.resumes == s.id).then_some(l)
+}
+
 pub fn check(s: &Session) -> Vec<Finding> {
-    let Some(l) = s.lineage.as_deref() else {
+    let Some(l) = empty(s) else {
         return Vec::new();
     };
-    if !l.continuation || l.rows > 0 || l.resumes != s.id {
-        return Vec::new();
-    }
     let parent = l.parent.clone().unwrap_or_default();
     vec![Finding::new(
         Code::EmptyContinuation,

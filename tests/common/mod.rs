@@ -142,10 +142,12 @@ pub struct Remedies {
 
 /// Runs `check --format json <flags> <inputs>`, then every distinct
 /// `remedy_command` it printed, as printed, and `check <flags>` on the
-/// command's `--out`: the session is there (gone only for
-/// `empty-continuation`, whose repair drops the empty session), that check
-/// reads everything (exit 0 or 1, never 2), and the finding's code is no
-/// longer reported at warning or above for that session. The inputs are
+/// command's `--out`: the session is there (gone only when one of its
+/// findings is `empty-continuation`, whose repair drops the empty session),
+/// that check reads everything (exit 0 or 1, never 2), and the finding's
+/// code is no longer reported at warning or above for that session (for
+/// any session of the copy when the session was dropped: the chain it
+/// continued is what is judged then). The inputs are
 /// hashed before and after (every file and folder, but the
 /// `*.session-doctor` folders the commands write beside a store): a
 /// change is a failure.
@@ -215,7 +217,7 @@ pub fn run_printed_remedies(flags: &[&str], inputs: &[&Path]) -> Remedies {
             continue;
         }
         let present = sessions.iter().any(|x| x["id"] == *sid);
-        let drops = fs.iter().all(|f| f["code"] == "empty-continuation");
+        let drops = fs.iter().any(|f| f["code"] == "empty-continuation");
         if present == drops {
             r.failures.push(format!(
                 "{cmd}: session {sid} is {} the copy",
@@ -226,7 +228,7 @@ pub fn run_printed_remedies(flags: &[&str], inputs: &[&Path]) -> Remedies {
         for f in fs {
             let still: Vec<&serde_json::Value> = sessions
                 .iter()
-                .filter(|x| x["id"] == *sid)
+                .filter(|x| drops || x["id"] == *sid)
                 .flat_map(|x| x["findings"].as_array().unwrap())
                 .filter(|g| g["code"] == f["code"] && g["severity"] != "info")
                 .collect();
