@@ -45,6 +45,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("whole_codex", whole_codex),
     ("whole_opencode_db", whole_opencode_db),
     ("whole_legacy", whole_legacy),
+    ("whole_hermes", whole_hermes),
 ];
 
 /// The target named `name`.
@@ -576,6 +577,130 @@ pub fn whole_legacy(data: &[u8]) {
     run_store(&sc, &root, data.len(), true);
 }
 
+// --------------------------------------------------------- hermes-agent
+
+/// The real hermes-agent dbs (`fixtures/hermes/`) a [`whole_hermes`] input
+/// edits: a rotated compression chain, a five-rotation loop, tool-call
+/// pairs, two in-place compressions, an empty continuation.
+const HERMES_TEMPLATES: [&str; 5] = [
+    "hermes/compress_rotate",
+    "hermes-gen/rotate_loop",
+    "hermes-gen/tools_pairs",
+    "hermes/compress_inplace",
+    "derived/empty_continuation",
+];
+
+/// A value for a text column: NULL for an empty text, else the text
+/// (lossy UTF-8: hermes-agent writes text).
+fn text_or_null(t: &[u8]) -> Option<String> {
+    (!t.is_empty()).then(|| String::from_utf8_lossy(t).into_owned())
+}
+
+/// Applies one edit of a [`whole_hermes`] spec line to the db: `op` picks
+/// the column, `a` and `b` pick rows (modulo their count), `t` is the
+/// text. An edit SQLite refuses is skipped.
+fn hermes_edit(c: &rusqlite::Connection, op: u8, a: u8, b: u8, t: &[u8]) {
+    use rusqlite::params;
+    let ids = |sql: &str| -> Vec<rusqlite::types::Value> {
+        c.prepare(sql)
+            .and_then(|mut st| {
+                st.query_map([], |r| r.get::<_, rusqlite::types::Value>(0))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .unwrap_or_default()
+    };
+    let sessions = ids("SELECT id FROM sessions ORDER BY started_at, id");
+    let messages = ids("SELECT id FROM messages ORDER BY id");
+    let pick = |v: &[rusqlite::types::Value], k: u8| v.get(k as usize % v.len().max(1)).cloned();
+    let (s, s2, m) = (pick(&sessions, a), pick(&sessions, b), pick(&messages, a));
+    let text = text_or_null(t);
+    let r = match (op % 16, s, m) {
+        (0, _, Some(m)) => c.execute("UPDATE messages SET content = ?2 WHERE id = ?1", params![m, text]),
+        (1, _, Some(m)) => c.execute("UPDATE messages SET role = ?2 WHERE id = ?1", params![m, text.unwrap_or_default()]),
+        (2, _, Some(m)) => c.execute("DELETE FROM messages WHERE id = ?1", params![m]),
+        (3, Some(s), _) => c.execute(
+            "UPDATE sessions SET parent_session_id = ?2 WHERE id = ?1",
+            params![s, if b.is_multiple_of(3) { None } else { s2 }],
+        ),
+        (4, Some(s), _) => c.execute("UPDATE sessions SET parent_session_id = ?2 WHERE id = ?1", params![s, text]),
+        (5, Some(s), _) => c.execute("UPDATE sessions SET end_reason = ?2 WHERE id = ?1", params![s, text]),
+        (6, Some(s), _) => c.execute(
+            "UPDATE sessions SET ended_at = CASE WHEN ?2 % 2 = 0 THEN NULL ELSE started_at + ?2 END WHERE id = ?1",
+            params![s, b],
+        ),
+        (7, _, Some(m)) => c.execute("UPDATE messages SET tool_calls = ?2 WHERE id = ?1", params![m, text]),
+        (8, _, Some(m)) => c.execute(
+            "UPDATE messages SET tool_call_id = ?2, tool_name = ?2 WHERE id = ?1",
+            params![m, text],
+        ),
+        (9, _, Some(m)) => c.execute("UPDATE messages SET session_id = ?2 WHERE id = ?1", params![m, s2]),
+        (10, Some(s), _) => {
+            let r = c.execute("DELETE FROM sessions WHERE id = ?1", params![s]);
+            if b.is_multiple_of(2) {
+                let _ = c.execute("DELETE FROM messages WHERE session_id = ?1", params![s]);
+            }
+            r
+        }
+        (11, _, Some(m)) => c.execute(
+            "UPDATE messages SET token_count = ?2 * 997, finish_reason = ?3 WHERE id = ?1",
+            params![m, b, text],
+        ),
+        (12, _, Some(m)) => c.execute(
+            "UPDATE messages SET timestamp = timestamp + (?2 - 128) WHERE id = ?1",
+            params![m, b],
+        ),
+        (13, Some(s), _) => c.execute(
+            "UPDATE sessions SET message_count = ?2, input_tokens = ?2 * 1013, model = ?3 WHERE id = ?1",
+            params![s, b, text],
+        ),
+        (14, Some(s), _) => c.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp, active) \
+             SELECT ?1, ?2, ?3, COALESCE(MAX(timestamp), 0) + 1, 1 FROM messages WHERE session_id = ?1",
+            params![s, ["user", "assistant", "tool", "system"][b as usize % 4], text],
+        ),
+        (15, _, Some(m)) => c.execute(
+            "UPDATE messages SET active = ?2 % 3, compacted = ?2 % 2, api_content = ?3 WHERE id = ?1",
+            params![m, b, text],
+        ),
+        _ => Ok(0),
+    };
+    let _ = r;
+}
+
+/// Bytes -> edits of a real hermes-agent `state.db` -> the whole path.
+/// Byte 0 picks the db ([`HERMES_TEMPLATES`]); then each line is one edit
+/// ([`hermes_edit`]): byte 0 the column, bytes 1 and 2 the rows, the rest
+/// the text. Foreign keys are not enforced (hermes-agent does not turn
+/// them on), so a parent may name no session.
+pub fn whole_hermes(data: &[u8]) {
+    let Some((&sel, spec)) = data.split_first() else {
+        return;
+    };
+    let template = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/hermes")
+        .join(HERMES_TEMPLATES[sel as usize % HERMES_TEMPLATES.len()])
+        .join("state.db");
+    let Some(sc) = Scratch::new() else { return };
+    let p = sc.src().join("hermes/state.db");
+    if std::fs::create_dir_all(sc.src().join("hermes")).is_err()
+        || std::fs::copy(&template, &p).is_err()
+    {
+        return;
+    }
+    {
+        let Ok(c) = rusqlite::Connection::open(&p) else {
+            return;
+        };
+        for line in spec.split(|&b| b == b'\n').filter(|l| l.len() >= 3) {
+            hermes_edit(&c, line[0], line[1], line[2], &line[3..]);
+        }
+        if c.close().is_err() {
+            return;
+        }
+    }
+    run_store(&sc, &p, data.len(), true);
+}
+
 /// The compact target for an input of `len` bytes: a request limit below
 /// most inputs' size, so the steps run; every third size keeps 1 turn.
 fn compact_target(len: usize) -> crate::treat::compact::Target {
@@ -748,8 +873,21 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
                 store.path().display()
             );
         }
-        let copies = load_copy(store.as_ref(), &dest, &loaded, "repaired");
-        for ((s, plan), c) in loaded.iter().zip(&plans).zip(&copies) {
+        // hermes-agent: repair removes an empty continuation from the copy.
+        let dropped = |s: &Session| {
+            repair_edits.iter().any(|e| {
+                e.change == Change::Session(crate::edit::SessionChange::DropEmpty)
+                    && e.message_id == s.id.as_str()
+            })
+        };
+        let (kept, kept_plans): (Vec<Session>, Vec<&Vec<crate::edit::Edit>>) = loaded
+            .iter()
+            .zip(&plans)
+            .filter(|(s, _)| !dropped(s))
+            .map(|(s, p)| (s.clone(), p))
+            .unzip();
+        let copies = load_copy(store.as_ref(), &dest, &kept, "repaired");
+        for ((s, plan), c) in kept.iter().zip(kept_plans).zip(&copies) {
             let v = repair_violations(s, plan, c);
             if !v.is_empty() {
                 let kinds: BTreeSet<&str> = v.iter().map(|(k, _)| k.as_str()).collect();
@@ -1233,6 +1371,27 @@ pub fn seeds(name: &str, fixtures: &Path) -> Vec<Vec<u8>> {
             }
             for w in windows(&rows, 12) {
                 out.push(spec_of(&w));
+            }
+        }
+        "whole_hermes" => {
+            // Each db as it is, then with one edit each: a session closed
+            // by a compression, one deleted with its messages, a parent
+            // that names no session, a message's text, a message deleted,
+            // a message of bytes that are not UTF-8 added.
+            for t in 0..HERMES_TEMPLATES.len() as u8 {
+                out.push(vec![t]);
+                for edit in [
+                    &b"\x05\x00\x00compression"[..],
+                    b"\x0a\x01\x00",
+                    b"\x04\x01\x00ses_missing",
+                    b"\x00\x03\x00hello",
+                    b"\x02\x00\x00",
+                    b"\x0e\x00\x01\xff\xfe",
+                ] {
+                    let mut seed = vec![t];
+                    seed.extend_from_slice(edit);
+                    out.push(seed);
+                }
             }
         }
         _ => {}

@@ -672,6 +672,11 @@ fn fuzz_whole_legacy() {
     fuzz("whole_legacy");
 }
 
+#[test]
+fn fuzz_whole_hermes() {
+    fuzz("whole_hermes");
+}
+
 /// Every target is tested here (a new target in `session_doctor::fuzz::TARGETS`
 /// needs its test above).
 #[test]
