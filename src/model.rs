@@ -1009,6 +1009,9 @@ pub struct Lineage {
     pub continuations: usize,
     /// The session is such a continuation of its parent.
     pub continuation: bool,
+    /// Other sessions that continue the same parent after its compaction
+    /// (siblings of a continuation; 0 when the session is none).
+    pub sibling_continuations: usize,
     /// Message rows stored for the session, archived ones included.
     pub rows: usize,
 }

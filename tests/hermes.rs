@@ -328,7 +328,7 @@ fn a_loop_on_an_empty_continuation_points_to_repair_not_to_a_larger_model() {
         "{remedy}"
     );
     assert!(
-        remedy.contains("resumes 20261122_104840_a980c8"),
+        remedy.contains("what a resume of 20261122_104840_a980c8 then loads"),
         "{remedy}"
     );
     assert!(!remedy.contains("larger context"), "{remedy}");

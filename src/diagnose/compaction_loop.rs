@@ -230,11 +230,12 @@ pub fn remedy_already_under(f: &Finding, next_turn: u64) -> Option<String> {
 /// The remedy of an open chain whose session is an empty continuation of
 /// `parent` ([`super::empty_continuation`]): the history the loop would be
 /// judged on is not there (the next turn counts 0 tokens), so neither a cut
-/// nor a larger model is the advice; `repair` drops the empty session and
-/// the chain resumes on `parent`, with its transcript.
+/// nor a larger model is the advice; `repair` drops the empty session, and
+/// the chain then resumes on `parent`'s transcript (or on another
+/// continuation of it, when there is one).
 fn remedy_after_empty_continuation(parent: &str) -> String {
     format!(
-        "the session a resume lands on holds no message (empty-continuation), so the loop cannot be judged on its history: run `session-doctor repair`; the copy resumes {parent} with its transcript, where `session-doctor check` judges the loop again"
+        "the session a resume lands on holds no message (empty-continuation), so the loop cannot be judged on its history: run `session-doctor repair`, which drops it; `session-doctor check` on the copy judges the loop again on what a resume of {parent} then loads"
     )
 }
 

@@ -27,6 +27,12 @@ pub fn check(s: &Session) -> Vec<Finding> {
         return Vec::new();
     };
     let parent = l.parent.clone().unwrap_or_default();
+    let remedy = if l.sibling_continuations == 0 {
+        "run `session-doctor repair`: the copy drops the empty continuation and reopens its parent, which then resumes with its transcript"
+    } else {
+        // repair does not reopen a parent another session continues.
+        "run `session-doctor repair`: the copy drops the empty continuation; its parent keeps its other continuation, which a resume of the parent loads"
+    };
     vec![Finding::new(
         Code::EmptyContinuation,
         Severity::Error,
@@ -35,9 +41,10 @@ pub fn check(s: &Session) -> Vec<Finding> {
             "continuation session {} of {parent} holds no message: resuming any session of the chain loads it and starts with an empty history, leaving {parent}'s transcript out",
             s.id
         ),
-        "run `session-doctor repair`: the copy drops the empty continuation and reopens its parent, which then resumes with its transcript",
+        remedy,
     )
     .with("session_id", s.id.clone())
     .with("parent_id", parent)
-    .with("chain_root", l.root.clone())]
+    .with("chain_root", l.root.clone())
+    .with("sibling_continuations", l.sibling_continuations)]
 }

@@ -235,9 +235,59 @@ fn session_edits(s: &Session) -> Vec<Edit> {
     }
     if l.continuation && l.rows == 0 && l.resumes == s.id {
         out.push(on(&s.id, SessionChange::DropEmpty));
-        if let Some(p) = &l.parent {
+        // The parent is reopened only when no other session continues it
+        // (hermes then resumes that one; the writer refuses the reopen).
+        if let Some(p) = l.parent.as_ref().filter(|_| l.sibling_continuations == 0) {
             out.push(on(p, SessionChange::Reopen));
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Agent, Lineage};
+
+    /// An empty continuation `c` of parent `p` that a resume lands on, with
+    /// `siblings` other continuations of `p`.
+    fn empty_continuation(siblings: usize) -> Session {
+        let mut s = Session::new(Agent::Hermes, "c", None, "state.db".into());
+        s.lineage = Some(Box::new(Lineage {
+            parent: Some("p".into()),
+            root: "p".into(),
+            position: 2,
+            length: 2,
+            tip: "c".into(),
+            resumes: "c".into(),
+            continuation: true,
+            sibling_continuations: siblings,
+            ..Lineage::default()
+        }));
+        s
+    }
+
+    /// The drop of an empty continuation reopens its parent only when no
+    /// other session continues it: the writer refuses to reopen a parent
+    /// with a continuation (fuzz input whole_hermes-2: `repair` exited 2).
+    #[test]
+    fn dropping_an_empty_continuation_reopens_a_parent_nothing_else_continues() {
+        let changes = |s: &Session| -> Vec<(String, &'static str)> {
+            plan(s)
+                .iter()
+                .map(|e| (e.message_id.to_string(), e.change.name()))
+                .collect()
+        };
+        assert_eq!(
+            changes(&empty_continuation(0)),
+            [
+                ("c".to_string(), "drop-empty-session"),
+                ("p".to_string(), "reopen-session")
+            ]
+        );
+        assert_eq!(
+            changes(&empty_continuation(1)),
+            [("c".to_string(), "drop-empty-session")]
+        );
+    }
 }

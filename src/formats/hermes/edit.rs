@@ -916,7 +916,10 @@ fn write_cut(conn: &Connection, schema: &Schema, sid: &str, c: &Cut) -> Result<(
 }
 
 /// A continuation child of `sid` exists (the filter of `get_compression_tip`).
-const HAS_CONTINUATION: &str = "EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = sessions.id AND json_extract(COALESCE(c.model_config, '{}'), '$._branched_from') IS NULL AND json_extract(COALESCE(c.model_config, '{}'), '$._delegate_from') IS NULL AND COALESCE(c.source, '') != 'tool')";
+/// A session that names itself as parent is not its own continuation, as
+/// the loader reads it (`parse::Graph` leaves such a link out of the
+/// children).
+const HAS_CONTINUATION: &str = "EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = sessions.id AND c.id IS NOT sessions.id AND json_extract(COALESCE(c.model_config, '{}'), '$._branched_from') IS NULL AND json_extract(COALESCE(c.model_config, '{}'), '$._delegate_from') IS NULL AND COALESCE(c.source, '') != 'tool')";
 
 fn session_sql(conn: &Connection, schema: &Schema, sid: &str, c: &SessionChange) -> Result<()> {
     let locks = schema.tables.contains("compression_locks");
@@ -927,7 +930,7 @@ fn session_sql(conn: &Connection, schema: &Schema, sid: &str, c: &SessionChange)
             {
                 HAS_CONTINUATION.to_string()
             } else {
-                "EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = sessions.id)".into()
+                "EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = sessions.id AND c.id IS NOT sessions.id)".into()
             };
             let n = conn.execute(
                 &format!("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?1 AND end_reason = 'compression' AND NOT {cont}"),

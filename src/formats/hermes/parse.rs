@@ -521,6 +521,13 @@ impl Graph {
                 .filter(|&&c| self.is_continuation(c))
                 .count(),
             continuation: self.is_continuation(i),
+            sibling_continuations: match self.parent_of(i) {
+                Some(p) if self.is_continuation(i) => self.children[p]
+                    .iter()
+                    .filter(|&&c| c != i && self.is_continuation(c))
+                    .count(),
+                _ => 0,
+            },
             rows: s.rows,
         }
     }
