@@ -46,6 +46,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("whole_opencode_db", whole_opencode_db),
     ("whole_legacy", whole_legacy),
     ("whole_hermes", whole_hermes),
+    ("whole_docker_agent", whole_docker_agent),
 ];
 
 /// The target named `name`.
@@ -601,16 +602,8 @@ fn text_or_null(t: &[u8]) -> Option<String> {
 /// text. An edit SQLite refuses is skipped.
 fn hermes_edit(c: &rusqlite::Connection, op: u8, a: u8, b: u8, t: &[u8]) {
     use rusqlite::params;
-    let ids = |sql: &str| -> Vec<rusqlite::types::Value> {
-        c.prepare(sql)
-            .and_then(|mut st| {
-                st.query_map([], |r| r.get::<_, rusqlite::types::Value>(0))?
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .unwrap_or_default()
-    };
-    let sessions = ids("SELECT id FROM sessions ORDER BY started_at, id");
-    let messages = ids("SELECT id FROM messages ORDER BY id");
+    let sessions = sql_ids(c, "SELECT id FROM sessions ORDER BY started_at, id");
+    let messages = sql_ids(c, "SELECT id FROM messages ORDER BY id");
     let pick = |v: &[rusqlite::types::Value], k: u8| v.get(k as usize % v.len().max(1)).cloned();
     let (s, s2, m) = (pick(&sessions, a), pick(&sessions, b), pick(&messages, a));
     let text = text_or_null(t);
@@ -693,6 +686,139 @@ pub fn whole_hermes(data: &[u8]) {
         };
         for line in spec.split(|&b| b == b'\n').filter(|l| l.len() >= 3) {
             hermes_edit(&c, line[0], line[1], line[2], &line[3..]);
+        }
+        if c.close().is_err() {
+            return;
+        }
+    }
+    run_store(&sc, &p, data.len(), true);
+}
+
+// --------------------------------------------------------- docker-agent
+
+/// The docker-agent dbs (`fixtures/docker-agent/`) a [`whole_docker_agent`]
+/// input edits: a compaction loop, a stale `first_kept_entry`, an
+/// unfinished tool call, a dangling sub-session, two sessions, overflow
+/// errors.
+const DOCKER_AGENT_TEMPLATES: [&str; 6] = [
+    "derived/compaction-loop.db",
+    "derived/stale-fke-beyond.db",
+    "derived/unfinished-tool-call.db",
+    "derived/orphan-subsession-dangling.db",
+    "migrated/two-sessions.db",
+    "derived/overflow-errors.db",
+];
+
+/// The ids of a one-column query, in order (empty when SQLite refuses it).
+fn sql_ids(c: &rusqlite::Connection, sql: &str) -> Vec<rusqlite::types::Value> {
+    c.prepare(sql)
+        .and_then(|mut st| {
+            st.query_map([], |r| r.get::<_, rusqlite::types::Value>(0))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .unwrap_or_default()
+}
+
+/// Applies one edit of a [`whole_docker_agent`] spec line to the db, as
+/// [`hermes_edit`] does for hermes-agent: `op` picks the column, `a` and
+/// `b` the rows, `t` is the text. An edit SQLite refuses is skipped.
+fn docker_agent_edit(c: &rusqlite::Connection, op: u8, a: u8, b: u8, t: &[u8]) {
+    use rusqlite::params;
+    let sessions = sql_ids(c, "SELECT id FROM sessions ORDER BY created_at, id");
+    let items = sql_ids(c, "SELECT id FROM session_items ORDER BY id");
+    let pick = |v: &[rusqlite::types::Value], k: u8| v.get(k as usize % v.len().max(1)).cloned();
+    let (s, s2, i) = (pick(&sessions, a), pick(&sessions, b), pick(&items, a));
+    let text = text_or_null(t);
+    let _ = match (op % 14, s, i) {
+        (0, _, Some(i)) => c.execute(
+            "UPDATE session_items SET message_json = ?2 WHERE id = ?1",
+            params![i, text],
+        ),
+        (1, _, Some(i)) => c.execute(
+            "UPDATE session_items SET item_type = ?2 WHERE id = ?1",
+            params![i, text.unwrap_or_default()],
+        ),
+        (2, _, Some(i)) => c.execute("DELETE FROM session_items WHERE id = ?1", params![i]),
+        (3, _, Some(i)) => c.execute(
+            "UPDATE session_items SET position = position + (?2 - 128) WHERE id = ?1",
+            params![i, b],
+        ),
+        (4, _, Some(i)) => c.execute(
+            "UPDATE session_items SET summary_text = ?2 WHERE id = ?1",
+            params![i, text],
+        ),
+        (5, _, Some(i)) => c.execute(
+            "UPDATE session_items SET first_kept_entry = ?2 - 8 WHERE id = ?1",
+            params![i, b],
+        ),
+        (6, _, Some(i)) => c.execute(
+            "UPDATE session_items SET usage_json = ?2 WHERE id = ?1",
+            params![i, text.unwrap_or_default()],
+        ),
+        (7, _, Some(i)) => c.execute(
+            "UPDATE session_items SET model = ?2 WHERE id = ?1",
+            params![i, text.unwrap_or_default()],
+        ),
+        (8, _, Some(i)) => c.execute(
+            "UPDATE session_items SET subsession_id = ?2 WHERE id = ?1",
+            params![i, if b.is_multiple_of(3) { None } else { s2 }],
+        ),
+        (9, Some(s), _) => c.execute(
+            "UPDATE sessions SET parent_id = ?2 WHERE id = ?1",
+            params![s, if b.is_multiple_of(2) { s2 } else { text.map(rusqlite::types::Value::Text) }],
+        ),
+        (10, Some(s), _) => {
+            let r = c.execute("DELETE FROM sessions WHERE id = ?1", params![s]);
+            if b.is_multiple_of(2) {
+                let _ = c.execute("DELETE FROM session_items WHERE session_id = ?1", params![s]);
+            }
+            r
+        }
+        (11, Some(s), _) => c.execute(
+            "INSERT INTO session_items (session_id, position, item_type, message_json, summary_text) \
+             SELECT ?1, COALESCE(MAX(position), -1) + 1, ?2, ?3, ?3 FROM session_items WHERE session_id = ?1",
+            params![s, ["message", "summary", "subsession"][b as usize % 3], text],
+        ),
+        // A field inside the stored message, the rest of its JSON kept.
+        (12, _, Some(i)) => c.execute(
+            "UPDATE session_items SET message_json = json_set(message_json, ?2, ?3) WHERE id = ?1",
+            params![
+                i,
+                ["$.message.content", "$.message.role", "$.message.tool_call_id", "$.message.usage", "$.agentName"][b as usize % 5],
+                text
+            ],
+        ),
+        (13, Some(s), _) => c.execute(
+            "UPDATE sessions SET input_tokens = ?2 * 1009, output_tokens = ?2 * 7 WHERE id = ?1",
+            params![s, b],
+        ),
+        _ => Ok(0),
+    };
+}
+
+/// Bytes -> edits of a docker-agent `session.db` -> the whole path. Byte 0
+/// picks the db ([`DOCKER_AGENT_TEMPLATES`]); then each line is one edit
+/// ([`docker_agent_edit`]).
+pub fn whole_docker_agent(data: &[u8]) {
+    let Some((&sel, spec)) = data.split_first() else {
+        return;
+    };
+    let template = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/docker-agent")
+        .join(DOCKER_AGENT_TEMPLATES[sel as usize % DOCKER_AGENT_TEMPLATES.len()]);
+    let Some(sc) = Scratch::new() else { return };
+    let p = sc.src().join("docker-agent/session.db");
+    if std::fs::create_dir_all(sc.src().join("docker-agent")).is_err()
+        || std::fs::copy(&template, &p).is_err()
+    {
+        return;
+    }
+    {
+        let Ok(c) = rusqlite::Connection::open(&p) else {
+            return;
+        };
+        for line in spec.split(|&b| b == b'\n').filter(|l| l.len() >= 3) {
+            docker_agent_edit(&c, line[0], line[1], line[2], &line[3..]);
         }
         if c.close().is_err() {
             return;
@@ -1387,6 +1513,27 @@ pub fn seeds(name: &str, fixtures: &Path) -> Vec<Vec<u8>> {
                     b"\x00\x03\x00hello",
                     b"\x02\x00\x00",
                     b"\x0e\x00\x01\xff\xfe",
+                ] {
+                    let mut seed = vec![t];
+                    seed.extend_from_slice(edit);
+                    out.push(seed);
+                }
+            }
+        }
+        "whole_docker_agent" => {
+            // Each db as it is, then with one edit each: a message's text,
+            // an item deleted, a first_kept_entry past the items, a summary
+            // item added, a parent that names no session, a role inside the
+            // stored message.
+            for t in 0..DOCKER_AGENT_TEMPLATES.len() as u8 {
+                out.push(vec![t]);
+                for edit in [
+                    &b"\x0c\x03\x00hello"[..],
+                    b"\x02\x02\x00",
+                    b"\x05\x04\x40",
+                    b"\x0b\x00\x01summary",
+                    b"\x09\x01\x01ses_missing",
+                    b"\x0c\x05\x01tool",
                 ] {
                     let mut seed = vec![t];
                     seed.extend_from_slice(edit);

@@ -677,6 +677,11 @@ fn fuzz_whole_hermes() {
     fuzz("whole_hermes");
 }
 
+#[test]
+fn fuzz_whole_docker_agent() {
+    fuzz("whole_docker_agent");
+}
+
 /// Every target is tested here (a new target in `session_doctor::fuzz::TARGETS`
 /// needs its test above).
 #[test]
