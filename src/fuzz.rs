@@ -597,15 +597,33 @@ fn text_or_null(t: &[u8]) -> Option<String> {
     (!t.is_empty()).then(|| String::from_utf8_lossy(t).into_owned())
 }
 
+/// The rows an edit names: session `a`, session `b` and row `a` of the
+/// other table, each modulo its count (`None` when the table is empty);
+/// `sessions` and `rows` are the queries of their ids, in order.
+fn picks(
+    c: &rusqlite::Connection,
+    sessions: &str,
+    rows: &str,
+    a: u8,
+    b: u8,
+) -> [Option<rusqlite::types::Value>; 3] {
+    let pick = |v: &[rusqlite::types::Value], k: u8| v.get(k as usize % v.len().max(1)).cloned();
+    let (ss, rs) = (sql_ids(c, sessions), sql_ids(c, rows));
+    [pick(&ss, a), pick(&ss, b), pick(&rs, a)]
+}
+
 /// Applies one edit of a [`whole_hermes`] spec line to the db: `op` picks
 /// the column, `a` and `b` pick rows (modulo their count), `t` is the
 /// text. An edit SQLite refuses is skipped.
 fn hermes_edit(c: &rusqlite::Connection, op: u8, a: u8, b: u8, t: &[u8]) {
     use rusqlite::params;
-    let sessions = sql_ids(c, "SELECT id FROM sessions ORDER BY started_at, id");
-    let messages = sql_ids(c, "SELECT id FROM messages ORDER BY id");
-    let pick = |v: &[rusqlite::types::Value], k: u8| v.get(k as usize % v.len().max(1)).cloned();
-    let (s, s2, m) = (pick(&sessions, a), pick(&sessions, b), pick(&messages, a));
+    let [s, s2, m] = picks(
+        c,
+        "SELECT id FROM sessions ORDER BY started_at, id",
+        "SELECT id FROM messages ORDER BY id",
+        a,
+        b,
+    );
     let text = text_or_null(t);
     let r = match (op % 16, s, m) {
         (0, _, Some(m)) => c.execute("UPDATE messages SET content = ?2 WHERE id = ?1", params![m, text]),
@@ -669,29 +687,36 @@ pub fn whole_hermes(data: &[u8]) {
     let Some((&sel, spec)) = data.split_first() else {
         return;
     };
-    let template = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/hermes")
+    let template = Path::new("hermes")
         .join(HERMES_TEMPLATES[sel as usize % HERMES_TEMPLATES.len()])
         .join("state.db");
-    let Some(sc) = Scratch::new() else { return };
-    let p = sc.src().join("hermes/state.db");
-    if std::fs::create_dir_all(sc.src().join("hermes")).is_err()
-        || std::fs::copy(&template, &p).is_err()
-    {
-        return;
+    if let Some((sc, p)) = edited_db(&template, "hermes/state.db", spec, hermes_edit) {
+        run_store(&sc, &p, data.len(), true);
     }
-    {
-        let Ok(c) = rusqlite::Connection::open(&p) else {
-            return;
-        };
-        for line in spec.split(|&b| b == b'\n').filter(|l| l.len() >= 3) {
-            hermes_edit(&c, line[0], line[1], line[2], &line[3..]);
-        }
-        if c.close().is_err() {
-            return;
-        }
+}
+
+/// A copy of the fixture db `template` (under `fixtures/`) at `at` in a
+/// new scratch folder, with each line of `spec` of 3 bytes or more applied
+/// by `edit` (op, row, row, text); `None` when the copy cannot be made.
+fn edited_db(
+    template: &Path,
+    at: &str,
+    spec: &[u8],
+    edit: fn(&rusqlite::Connection, u8, u8, u8, &[u8]),
+) -> Option<(Scratch, PathBuf)> {
+    let template = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(template);
+    let sc = Scratch::new()?;
+    let p = sc.src().join(at);
+    std::fs::create_dir_all(p.parent()?).ok()?;
+    std::fs::copy(&template, &p).ok()?;
+    let c = rusqlite::Connection::open(&p).ok()?;
+    for line in spec.split(|&b| b == b'\n').filter(|l| l.len() >= 3) {
+        edit(&c, line[0], line[1], line[2], &line[3..]);
     }
-    run_store(&sc, &p, data.len(), true);
+    c.close().ok()?;
+    Some((sc, p))
 }
 
 // --------------------------------------------------------- docker-agent
@@ -724,10 +749,13 @@ fn sql_ids(c: &rusqlite::Connection, sql: &str) -> Vec<rusqlite::types::Value> {
 /// `b` the rows, `t` is the text. An edit SQLite refuses is skipped.
 fn docker_agent_edit(c: &rusqlite::Connection, op: u8, a: u8, b: u8, t: &[u8]) {
     use rusqlite::params;
-    let sessions = sql_ids(c, "SELECT id FROM sessions ORDER BY created_at, id");
-    let items = sql_ids(c, "SELECT id FROM session_items ORDER BY id");
-    let pick = |v: &[rusqlite::types::Value], k: u8| v.get(k as usize % v.len().max(1)).cloned();
-    let (s, s2, i) = (pick(&sessions, a), pick(&sessions, b), pick(&items, a));
+    let [s, s2, i] = picks(
+        c,
+        "SELECT id FROM sessions ORDER BY created_at, id",
+        "SELECT id FROM session_items ORDER BY id",
+        a,
+        b,
+    );
     let text = text_or_null(t);
     let _ = match (op % 14, s, i) {
         (0, _, Some(i)) => c.execute(
@@ -803,28 +831,16 @@ pub fn whole_docker_agent(data: &[u8]) {
     let Some((&sel, spec)) = data.split_first() else {
         return;
     };
-    let template = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/docker-agent")
+    let template = Path::new("docker-agent")
         .join(DOCKER_AGENT_TEMPLATES[sel as usize % DOCKER_AGENT_TEMPLATES.len()]);
-    let Some(sc) = Scratch::new() else { return };
-    let p = sc.src().join("docker-agent/session.db");
-    if std::fs::create_dir_all(sc.src().join("docker-agent")).is_err()
-        || std::fs::copy(&template, &p).is_err()
-    {
-        return;
+    if let Some((sc, p)) = edited_db(
+        &template,
+        "docker-agent/session.db",
+        spec,
+        docker_agent_edit,
+    ) {
+        run_store(&sc, &p, data.len(), true);
     }
-    {
-        let Ok(c) = rusqlite::Connection::open(&p) else {
-            return;
-        };
-        for line in spec.split(|&b| b == b'\n').filter(|l| l.len() >= 3) {
-            docker_agent_edit(&c, line[0], line[1], line[2], &line[3..]);
-        }
-        if c.close().is_err() {
-            return;
-        }
-    }
-    run_store(&sc, &p, data.len(), true);
 }
 
 /// The compact target for an input of `len` bytes: a request limit below
@@ -1393,6 +1409,22 @@ fn jsonl(lines: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
+/// Seeds of a db-edit target ([`whole_hermes`], [`whole_docker_agent`]):
+/// each of the `templates` dbs as it is, then with each of `edits` (one
+/// spec line each).
+fn db_edit_seeds(templates: usize, edits: &[&[u8]]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for t in 0..templates as u8 {
+        out.push(vec![t]);
+        for edit in edits {
+            let mut seed = vec![t];
+            seed.extend_from_slice(edit);
+            out.push(seed);
+        }
+    }
+    out
+}
+
 /// The seed corpus of target `name`, made from the real data in `fixtures`
 /// (the repo's `fixtures/`): rows, lines, files and windows of consecutive
 /// lines, long strings cut, deduplicated, at most [`MAX_SEEDS`] (rows and
@@ -1504,42 +1536,34 @@ pub fn seeds(name: &str, fixtures: &Path) -> Vec<Vec<u8>> {
             // by a compression, one deleted with its messages, a parent
             // that names no session, a message's text, a message deleted,
             // a message of bytes that are not UTF-8 added.
-            for t in 0..HERMES_TEMPLATES.len() as u8 {
-                out.push(vec![t]);
-                for edit in [
-                    &b"\x05\x00\x00compression"[..],
+            out.extend(db_edit_seeds(
+                HERMES_TEMPLATES.len(),
+                &[
+                    b"\x05\x00\x00compression",
                     b"\x0a\x01\x00",
                     b"\x04\x01\x00ses_missing",
                     b"\x00\x03\x00hello",
                     b"\x02\x00\x00",
                     b"\x0e\x00\x01\xff\xfe",
-                ] {
-                    let mut seed = vec![t];
-                    seed.extend_from_slice(edit);
-                    out.push(seed);
-                }
-            }
+                ],
+            ));
         }
         "whole_docker_agent" => {
             // Each db as it is, then with one edit each: a message's text,
             // an item deleted, a first_kept_entry past the items, a summary
             // item added, a parent that names no session, a role inside the
             // stored message.
-            for t in 0..DOCKER_AGENT_TEMPLATES.len() as u8 {
-                out.push(vec![t]);
-                for edit in [
-                    &b"\x0c\x03\x00hello"[..],
+            out.extend(db_edit_seeds(
+                DOCKER_AGENT_TEMPLATES.len(),
+                &[
+                    b"\x0c\x03\x00hello",
                     b"\x02\x02\x00",
                     b"\x05\x04\x40",
                     b"\x0b\x00\x01summary",
                     b"\x09\x01\x01ses_missing",
                     b"\x0c\x05\x01tool",
-                ] {
-                    let mut seed = vec![t];
-                    seed.extend_from_slice(edit);
-                    out.push(seed);
-                }
-            }
+                ],
+            ));
         }
         _ => {}
     }
