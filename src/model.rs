@@ -1016,6 +1016,15 @@ pub struct Lineage {
     pub rows: usize,
 }
 
+impl Lineage {
+    /// The lineage of session `id` is an empty continuation: a continuation
+    /// with no message row that a resume of its chain lands on (what
+    /// `empty-continuation` reports and `repair` drops).
+    pub fn empty_continuation(&self, id: &str) -> bool {
+        self.continuation && self.rows == 0 && self.resumes == id
+    }
+}
+
 impl Session {
     /// An empty session.
     /// Adds note `text` and the figures it states, by name (a figure of a

@@ -18,8 +18,7 @@ pub(super) fn parent_of_empty(s: &Session) -> Option<String> {
 
 /// The lineage of `s` when it is an empty continuation ([`parent_of_empty`]).
 fn empty(s: &Session) -> Option<&crate::model::Lineage> {
-    let l = s.lineage.as_deref()?;
-    (l.continuation && l.rows == 0 && l.resumes == s.id).then_some(l)
+    s.lineage.as_deref().filter(|l| l.empty_continuation(&s.id))
 }
 
 pub fn check(s: &Session) -> Vec<Finding> {

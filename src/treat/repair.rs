@@ -233,7 +233,7 @@ fn session_edits(s: &Session) -> Vec<Edit> {
     if l.ended_by_compaction && l.continuations == 0 {
         out.push(on(&s.id, SessionChange::Reopen));
     }
-    if l.continuation && l.rows == 0 && l.resumes == s.id {
+    if l.empty_continuation(&s.id) {
         out.push(on(&s.id, SessionChange::DropEmpty));
         // The parent is reopened only when no other session continues it
         // (hermes then resumes that one; the writer refuses the reopen).
