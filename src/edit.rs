@@ -16,6 +16,22 @@ pub struct Edit {
     pub change: Change,
 }
 
+/// A run of consecutive messages [`Change::DropThrough`] drops, from the
+/// edit's message through `last`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropRun {
+    /// The run's last message.
+    pub last: crate::model::Id,
+    /// Messages in the run, both ends included.
+    pub messages: usize,
+    /// The message stored just before the run, which stays (`None`: the run
+    /// starts the session).
+    pub prev: Option<crate::model::Id>,
+    /// The message stored just after the run, which stays (`None`: the run
+    /// ends the session).
+    pub next: Option<crate::model::Id>,
+}
+
 /// Which text of a part a truncation applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextField {
@@ -55,6 +71,16 @@ pub enum Change {
     /// Remove the message and its parts from the copy. For a line-oriented
     /// store the message id may also name a load problem (a torn last line).
     DropMessage,
+    /// Remove the message, every message after it through the run's last
+    /// (in stored order), and whatever the store holds that is no message
+    /// from just after the message before the run to just before the
+    /// message after it ([`DropRun`]; Codex: metadata lines, blank and
+    /// unreadable lines, not its header lines). One edit for a run of
+    /// dropped messages: a history cut of a huge session drops millions,
+    /// and one edit per message (64 bytes each) was 147 MiB of a cut of the
+    /// 1 GB rollout of benches/. Only formats that say so apply it
+    /// ([`Applier::drops_through`]); the others get [`Change::DropMessage`]s.
+    DropThrough(Box<DropRun>),
     /// Remove every later stored copy of the message id, keeping the first
     /// (an agent that re-wrote lines with the same id).
     DropCopies,
@@ -99,6 +125,7 @@ impl Change {
             Change::StripMedia { .. } => "strip-media",
             Change::Truncate { .. } => "truncate",
             Change::DropMessage => "drop-message",
+            Change::DropThrough(_) => "drop-through",
             Change::DropCopies => "drop-copies",
             Change::AddNote { .. } => "add-note",
             Change::SetFirstKept { .. } => "set-first-kept",
@@ -220,6 +247,10 @@ pub struct ChangeFigures {
     /// Drop-copies: later copies of the line dropped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub copies: Option<u64>,
+    /// Drop-through: messages of the run (the lines of its
+    /// [`LineRun`] also count those that hold no message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u64>,
 }
 
 impl ChangeFigures {
@@ -249,10 +280,28 @@ impl ChangeFigures {
 }
 
 impl StoredChange {
-    /// How many edits this change stands for: the lines of its run, else 1.
+    /// How many edits this change stands for: the messages of a dropped
+    /// run ([`ChangeFigures::messages`]), else the lines of its run, else 1.
     pub fn edits(&self) -> usize {
+        if let Some(n) = self.figures.as_ref().and_then(|f| f.messages) {
+            return n as usize;
+        }
         self.run.as_ref().map_or(1, |r| r.lines as usize)
     }
+}
+
+/// How many edits `edits` stand for: a [`Change::DropThrough`] counts the
+/// messages it drops, any other edit 1 (what a plan's step reports as its
+/// edits, the same for a format that drops a run with one edit and one
+/// that drops it message by message).
+pub fn edit_count(edits: &[Edit]) -> usize {
+    edits
+        .iter()
+        .map(|e| match &e.change {
+            Change::DropThrough(r) => r.messages,
+            _ => 1,
+        })
+        .sum()
 }
 
 /// How many edits `changes` stand for ([`StoredChange::edits`]): what reports
@@ -381,6 +430,13 @@ pub trait Applier {
     /// where the agent re-reads the whole store on resume (Codex replays
     /// every rollout line).
     fn replays_everything(&self) -> bool {
+        false
+    }
+    /// Whether the format applies [`Change::DropThrough`]: then a cut drops
+    /// each run of consecutive messages with one edit, and what the store
+    /// holds between them that is no message goes with them. By default
+    /// `false`: one [`Change::DropMessage`] per message.
+    fn drops_through(&self) -> bool {
         false
     }
     /// Whether `compact` cuts history by recording a compaction the agent

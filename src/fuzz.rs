@@ -931,11 +931,22 @@ fn run_store(sc: &Scratch, input: &Path, len: usize, write: bool) {
                 ),
             };
             // One change per edit, or per run of whole lines dropped
-            // together: the run names its first and last edit's messages.
+            // together: the run names its first and last edit's messages
+            // (a drop-through edit is one run: its ends, with the lines
+            // among them that hold no message, and a header that stays).
             let mut k = 0;
             for c in &p.changes {
-                let n = c.run.as_ref().map_or(1, |r| r.lines as usize);
                 assert_eq!(c.message_id, p.edits[k].message_id, "change {k}");
+                if let crate::edit::Change::DropThrough(run) = &p.edits[k].change {
+                    if let Some(r) = &c.run {
+                        assert!(r.lines <= r.last_line - r.first_line + 1);
+                        assert_eq!(r.last_message_id, run.last);
+                    }
+                    assert_eq!(c.edits(), run.messages, "change {k}");
+                    k += 1;
+                    continue;
+                }
+                let n = c.run.as_ref().map_or(1, |r| r.lines as usize);
                 if let Some(r) = &c.run {
                     assert!(n >= 2, "a run of {n} line");
                     assert_eq!(r.last_line - r.first_line + 1, r.lines);

@@ -172,8 +172,12 @@ fn new_line_types_are_kept_and_counted() {
             .any(|n| n == "line types kept as metadata: token_usage_record 16, world_state 3"),
         "{row:#}"
     );
-    // 138 lines: 1 session_meta + 137 messages, plus 17 replacement_history items.
-    assert_eq!(row["messages"], 137 + 7 + 10);
+    // 138 lines: 36 hold messages (the response items, the 2 compacted
+    // lines, 2 token_count estimates kept as usage records), plus the 17
+    // items of the compacted lines' replacement_history; the other 102 hold
+    // none (the session_meta header and the metadata Codex never sends).
+    assert_eq!(row["messages"], 36 + 7 + 10);
+    assert_eq!(row["metadata_lines"], 102);
 }
 
 #[test]
@@ -195,7 +199,8 @@ fn visible_view_starts_at_the_newest_replacement_history() {
         .collect();
     assert_eq!(visible[0], "L136.rh0");
     assert_eq!(visible[6], "L136");
-    assert_eq!(*visible.last().unwrap(), "L148");
+    // Lines 146 to 148 (events) hold no message.
+    assert_eq!(*visible.last().unwrap(), "L145");
     assert_eq!(doc["sessions"][0]["visible_messages"], visible.len());
     let marker = msgs.iter().find(|m| m["id"] == "L136").unwrap();
     assert_eq!(marker["role"], "compacted");
@@ -243,7 +248,9 @@ fn a_persisted_count_above_the_window_is_impossible_usage() {
 fn the_older_envelope_less_format_loads() {
     let p = cx("legacy-format");
     let row = list_row(&p, LEGACY);
-    assert_eq!(row["messages"], 9);
+    // The header and 4 `record_type` lines hold no message.
+    assert_eq!(row["messages"], 5);
+    assert_eq!(row["metadata_lines"], 5);
     assert_eq!(row["media_bytes"], 66, "the 1x1 PNG, decoded");
     assert_eq!(row["title"], "Describe this image and list the files.");
     assert!(findings(&check(&p)).is_empty());
@@ -275,9 +282,14 @@ fn a_torn_last_line_and_a_bad_line_are_findings_and_the_rest_is_read() {
     let bad = with_code(&doc, "unreadable");
     assert_eq!(bad.len(), 1, "{doc:#}");
     assert!(bad[0]["place"].as_str().unwrap().ends_with(":line 10"));
-    // Everything else is read: 136 of 137 message lines, both compactions.
+    // Everything else is read: both compactions, and every line is a message
+    // line or one that holds none (the two damaged lines among those). The
+    // call on line 10 is gone, so the token count after it stays on its own
+    // line, a usage record: 36 message lines as in the original (whose 53
+    // messages count 17 replacement_history items) and 102 other lines.
     let row = list_row(&p, MULTI);
-    assert_eq!(row["messages"], 135 + 17);
+    assert_eq!(row["messages"], 36 + 17);
+    assert_eq!(row["metadata_lines"], 102);
     assert_eq!(row["compactions"], 2);
     assert_eq!(row["payload_bytes"], std::fs::metadata(&p).unwrap().len());
 }
@@ -469,9 +481,11 @@ fn compact_keeps_session_meta_the_newest_compacted_line_and_what_follows() {
     assert_eq!(row["context_tokens"], 7079);
 }
 
-/// Issue 8: a history cut is described as runs of consecutive dropped
-/// lines, one change each (a 1 GB rollout's cut was 2.4 million changes),
-/// and the runs name exactly the lines the copy no longer holds.
+/// Issue 8: a history cut is one edit per run of dropped messages (a 1 GB
+/// rollout's cut was 2.4 million edits), described as one change with the
+/// lines it drops: its messages' lines and the lines among them that hold
+/// no message (events, turn contexts); the runs name exactly the lines the
+/// copy no longer holds.
 #[test]
 fn issue8_a_cut_is_described_as_runs_of_the_lines_the_copy_drops() {
     let src = rollout(&gen("noprogress"));
@@ -487,31 +501,33 @@ fn issue8_a_cut_is_described_as_runs_of_the_lines_the_copy_drops() {
             continue;
         }
         assert!(c["new"].is_null(), "{c:#}");
+        // Every dropped line goes in a run: one edit for its messages.
+        stands_for += c["figures"]["messages"].as_u64().unwrap();
+        let Some(r) = c.get("run") else {
+            // The second cut (fewer turns, for the loop) drops items of
+            // the kept compacted line's history only.
+            assert!(
+                c["old"].as_str().unwrap().starts_with("items 0 to 3"),
+                "{c:#}"
+            );
+            continue;
+        };
+        runs += 1;
+        let (a, b) = (
+            r["first_line"].as_u64().unwrap(),
+            r["last_line"].as_u64().unwrap(),
+        );
         let first: u64 = c["message_id"].as_str().unwrap()[1..].parse().unwrap();
-        match c.get("run") {
-            None => {
-                stands_for += 1;
-                dropped.insert(first);
-            }
-            Some(r) => {
-                runs += 1;
-                let (a, b) = (
-                    r["first_line"].as_u64().unwrap(),
-                    r["last_line"].as_u64().unwrap(),
-                );
-                assert_eq!(a, first, "{c:#}");
-                assert_eq!(r["last_message_id"], format!("L{b}"));
-                assert_eq!(r["lines"], b - a + 1);
-                assert!(b > a, "a run is two lines or more: {c:#}");
-                let bytes: usize = (a..=b).map(|n| orig[n as usize - 1].len() + 1).sum();
-                assert_eq!(r["bytes"], bytes as u64, "{c:#}");
-                stands_for += b - a + 1;
-                dropped.extend(a..=b);
-            }
-        }
+        assert!(a <= first, "{c:#}");
+        let last: u64 = r["last_message_id"].as_str().unwrap()[1..].parse().unwrap();
+        assert!(last <= b, "{c:#}");
+        assert_eq!(r["lines"], b - a + 1);
+        let bytes: usize = (a..=b).map(|n| orig[n as usize - 1].len() + 1).sum();
+        assert_eq!(r["bytes"], bytes as u64, "{c:#}");
+        dropped.extend(a..=b);
     }
-    assert!(runs >= 1, "{doc:#}");
-    // Every edit of the plan is one change or inside one run.
+    assert_eq!(runs, 1, "{doc:#}");
+    // Every edit of the plan is one change or a run's messages.
     let edits: u64 = doc["steps"]
         .as_array()
         .unwrap()
@@ -519,7 +535,8 @@ fn issue8_a_cut_is_described_as_runs_of_the_lines_the_copy_drops() {
         .map(|s| s["edits"].as_u64().unwrap())
         .sum();
     assert_eq!(stands_for, edits);
-    // The copy keeps session_meta and lines 136 on (136 rewritten): 2 to 135 go.
+    // The copy keeps session_meta and lines 136 on (136 rewritten): 2 to 135
+    // go, the lines between the messages that hold none with them.
     assert_eq!(dropped, (2..=135).collect());
     let copy = out
         .path()

@@ -377,6 +377,11 @@ impl Exporter for MarkdownExporter {
                 count(s.messages.len(), "message"),
                 s.visible_messages
             ));
+            if let Some(line) =
+                super::table::metadata_sentence(&s.metadata_lines, |n| n.to_string())
+            {
+                out.push_str(&format!("{line}\n\n"));
+            }
             table(
                 &mut out,
                 &[

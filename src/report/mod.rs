@@ -32,16 +32,22 @@ pub struct ListRow {
     pub title: Option<String>,
     pub source: String,
     /// Newest time stored on a message of the session (created or
-    /// completed), milliseconds since the Unix epoch; `null` when it holds
-    /// no message.
+    /// completed) or on a stored line that holds none, milliseconds since
+    /// the Unix epoch; `null` when it holds no message.
     pub last_activity: Option<i64>,
     /// `provider/model` (as the agent stores it) of the newest assistant
     /// message of the main history that names one, else the model the
     /// session resumes with; `null` when no message names a model.
     pub model: Option<String>,
     pub messages: usize,
+    /// Stored lines that hold no message (Codex metadata lines, its header,
+    /// blank and unreadable lines; [`crate::model::MetaLines`]); left out
+    /// when 0 (formats that do not record them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub metadata_lines: usize,
     pub parts: usize,
-    /// Stored bytes of all messages and parts.
+    /// Stored bytes of all messages and parts, and of what is stored
+    /// outside messages.
     pub payload_bytes: u64,
     /// Decoded bytes of inline media.
     pub media_bytes: u64,
@@ -62,6 +68,11 @@ pub struct ListRow {
     /// (hermes-agent compression chains).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chain: Option<ChainRow>,
+}
+
+/// Serde's `skip_serializing_if` for counts shown only when set.
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// `list`: a session's place in its chain.
@@ -148,6 +159,12 @@ pub struct InspectSession {
     /// The largest parts by stored bytes (`--top N`), largest first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_parts: Option<Vec<PartRow>>,
+    /// The stored lines that hold no message, by kind (lines and bytes):
+    /// records the agent never sends the model (Codex `event_msg`,
+    /// `turn_context`...), its header, blank and unreadable lines. Empty
+    /// for formats that do not record them ([`crate::model::MetaLines`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metadata_lines: Vec<crate::model::MetaKindCount>,
 }
 
 /// `check`: one session.

@@ -15,6 +15,7 @@ pub fn list_row(s: &Session, findings: &[Finding]) -> ListRow {
         last_activity: last_activity(s),
         model: model(s),
         messages: s.messages.len(),
+        metadata_lines: s.meta_lines.len(),
         parts: s.part_count(),
         payload_bytes: s.payload_bytes(),
         media_bytes: s.media_bytes(),
@@ -45,6 +46,7 @@ fn last_activity(s: &Session) -> Option<i64> {
                 .get()
                 .map_or(m.time_created, |t| t.max(m.time_created))
         })
+        .chain(s.meta_lines.newest_time())
         .max()
 }
 
@@ -175,6 +177,7 @@ const TOP_BY_INSERTION: usize = 256;
 /// ([`MessageRows`]), so no second copy of a huge session is held.
 pub fn inspect_session(s: Session, top: Option<usize>) -> InspectSession {
     let visible = s.visible_mask();
+    let metadata_lines = s.meta_lines.by_kind();
     let top_parts = top.map(|n| {
         largest_parts(&s, n)
             .into_iter()
@@ -191,6 +194,7 @@ pub fn inspect_session(s: Session, top: Option<usize>) -> InspectSession {
             visible,
         },
         top_parts,
+        metadata_lines,
     }
 }
 

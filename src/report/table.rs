@@ -827,6 +827,9 @@ impl TableExporter {
                 )
                 .as_bytes(),
             )?;
+            if let Some(line) = metadata_sentence(&s.metadata_lines, thousands) {
+                out.write_all(self.wrap("", "  ", &line).as_bytes())?;
+            }
             let uniq = unique_prefixes(s.messages.ids());
             // A table needs every row at once (column widths): a session of
             // more than `chunk` messages is laid out from the widths of
@@ -1837,6 +1840,30 @@ impl TableExporter {
         out.push_str(&next_steps(&c.next_steps, self.width));
         out
     }
+}
+
+/// The sentence that gives an inspected session's stored lines that hold
+/// no message, by kind (`fmt` writes the counts); `None` when it records
+/// none.
+pub(crate) fn metadata_sentence(
+    kinds: &[crate::model::MetaKindCount],
+    fmt: fn(u64) -> String,
+) -> Option<String> {
+    if kinds.is_empty() {
+        return None;
+    }
+    let lines: u64 = kinds.iter().map(|k| k.lines).sum();
+    let bytes: u64 = kinds.iter().map(|k| k.bytes).sum();
+    Some(format!(
+        "{} stored lines hold no message ({} bytes; the agent never sends them): {}",
+        fmt(lines),
+        fmt(bytes),
+        kinds
+            .iter()
+            .map(|k| format!("{} {} ({} B)", k.kind, fmt(k.lines), fmt(k.bytes)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 #[cfg(test)]

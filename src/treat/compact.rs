@@ -393,7 +393,11 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
 /// user-turn links, the oldest kept user message (a chain's first kept
 /// message is left a root). Messages the kept compaction preserves are
 /// kept, in view or not, and left as they are: the agent relinks them itself.
-fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
+///
+/// A format that applies [`Change::DropThrough`] ([`Applier::drops_through`])
+/// gets one edit per run of consecutive dropped messages, else one
+/// [`Change::DropMessage`] per dropped id.
+fn cut_history(store: &dyn Applier, s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     let sid = Sym::from(s.id.as_str());
     let Some((is_dropped, unique)) = cut_drops(s, keep_turns) else {
         return Vec::new();
@@ -402,7 +406,8 @@ fn cut_history(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     if dropped_count == 0 {
         return Vec::new();
     }
-    cut_edits(s, keep_turns, sid, is_dropped, unique, dropped_count)
+    let runs = store.drops_through() && unique;
+    cut_edits(s, keep_turns, sid, is_dropped, unique, runs, dropped_count)
 }
 
 /// What [`cut_history`] drops: a flag per message (`true`: dropped) and
@@ -486,13 +491,16 @@ fn cut_drops(s: &Session, keep_turns: Option<usize>) -> Option<(Vec<bool>, bool)
 }
 
 /// The rest of [`cut_history`]: the edits that drop what `is_dropped`
-/// flags and re-parent what was left without its parent.
+/// flags (one [`Change::DropThrough`] per run of them when `runs`, which
+/// needs every id stored once: `unique`) and re-parent what was left
+/// without its parent.
 fn cut_edits(
     s: &Session,
     keep_turns: Option<usize>,
     sid: Sym,
     is_dropped: Vec<bool>,
     unique: bool,
+    runs: bool,
     dropped_count: usize,
 ) -> Vec<Edit> {
     let dropped = || (0..s.messages.len()).filter(|&i| is_dropped[i]);
@@ -507,12 +515,39 @@ fn cut_edits(
     // list is sized for the drops and a note; the parent changes after them
     // are gathered apart and added at one exact growth (a list of millions
     // of edits that outgrew its room would be copied into one twice its size).
-    let mut out: Vec<Edit> = Vec::with_capacity(dropped_count + 1);
-    let mut seen: HashSet<&str> = HashSet::default();
-    for i in dropped() {
-        let id = &s.messages[i].id;
-        if unique || seen.insert(id.as_str()) {
-            out.push(edit(&sid, id, Change::DropMessage));
+    let mut out: Vec<Edit> = Vec::new();
+    if runs {
+        let mut i = 0;
+        while i < is_dropped.len() {
+            if !is_dropped[i] {
+                i += 1;
+                continue;
+            }
+            let first = i;
+            while i + 1 < is_dropped.len() && is_dropped[i + 1] {
+                i += 1;
+            }
+            let id = |k: usize| s.messages.get(k).map(|m| m.id.clone());
+            out.push(edit(
+                &sid,
+                &s.messages[first].id,
+                Change::DropThrough(Box::new(crate::edit::DropRun {
+                    last: s.messages[i].id.clone(),
+                    messages: i - first + 1,
+                    prev: first.checked_sub(1).and_then(id),
+                    next: id(i + 1),
+                })),
+            ));
+            i += 1;
+        }
+    } else {
+        out.reserve_exact(dropped_count + 1);
+        let mut seen: HashSet<&str> = HashSet::default();
+        for i in dropped() {
+            let id = &s.messages[i].id;
+            if unique || seen.insert(id.as_str()) {
+                out.push(edit(&sid, id, Change::DropMessage));
+            }
         }
     }
     let preserved: HashSet<&str> = s.preserved_ids();
@@ -1080,7 +1115,7 @@ fn plan_steps(
                 if store.cuts_with_summary() {
                     cut_with_summary(s, t.keep_turns)
                 } else {
-                    cut_history(s, t.keep_turns)
+                    cut_history(store, s, t.keep_turns)
                 }
             }),
         ),
@@ -1120,7 +1155,7 @@ fn plan_steps(
         plan.fits = after.fits;
         plan.steps.push(StepReport {
             step: name,
-            edits: edits.len(),
+            edits: crate::edit::edit_count(&edits),
             after,
         });
         append(&mut plan.edits, edits);
@@ -1146,7 +1181,7 @@ fn plan_steps(
             if store.cuts_with_summary() {
                 cut_with_summary(&cur, Some(n))
             } else {
-                cut_history(&cur, Some(n))
+                cut_history(store, &cur, Some(n))
             }
         };
         // `None` when the cut with `n` drops nothing.
@@ -1203,7 +1238,7 @@ fn plan_steps(
             plan.fits = after.fits;
             plan.steps.push(StepReport {
                 step: "cut-history",
-                edits: edits.len(),
+                edits: crate::edit::edit_count(&edits),
                 after,
             });
             append(&mut plan.edits, edits);

@@ -92,6 +92,10 @@ fn edit_line(v: &mut Value, change: &Change) -> std::result::Result<(), String> 
             "Claude Code stores no first kept entry ({} is a docker-agent change)",
             change.name()
         )),
+        Change::DropThrough(_) => Err(format!(
+            "Claude Code copies drop messages one by one ({} is for formats that drop runs)",
+            change.name()
+        )),
         Change::SetParent { new, .. } => {
             let o = v.as_object_mut().ok_or("line is not an object")?;
             o.insert(field::PARENT.to_string(), json!(new));
@@ -705,7 +709,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
             Value::Null,
             json!(edit.change.name()),
         ),
-        Change::SetFirstKept { .. } | Change::CutBefore { .. } => {
+        Change::SetFirstKept { .. } | Change::CutBefore { .. } | Change::DropThrough(_) => {
             (edit.change.name().to_string(), Value::Null, Value::Null)
         }
     };

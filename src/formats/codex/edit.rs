@@ -21,7 +21,9 @@
 //! - `SetParent`: Codex has no parent links; refused.
 
 use super::ids;
-use super::parse::{json_len, line_messages, visible_view, NOTE_MARKER};
+use super::parse::{
+    is_header_line, json_len, line_messages, visible_view, HEADER_KIND, NOTE_MARKER,
+};
 use crate::edit::{
     truncate_middle, truncate_strings, Change, ChangeFigures, Edit, StoredChange, TextField,
 };
@@ -42,52 +44,176 @@ enum Mode {
     Write,
 }
 
-/// What the edits do to each line: lines dropped whole, and the edits of
-/// the lines that stay (a dropped line's other edits are moot). Drops are a
-/// sorted list, not map entries: a cut of a huge rollout drops hundreds of
-/// thousands of lines.
+/// What the edits do to each line: lines dropped whole, items of a
+/// `replacement_history` dropped from lines that stay, and the other edits
+/// of the lines that stay (a dropped line's other edits are moot). Drops are
+/// sorted ranges, not map entries: a cut of a huge rollout drops millions of
+/// lines, with one [`Change::DropThrough`] per run.
 struct LinePlans<'a> {
-    /// Dropped lines, ascending, each once.
-    drops: Vec<u64>,
+    /// Lines dropped whole: disjoint inclusive ranges, ascending. A header
+    /// line inside one stays ([`super::parse::is_header_line`]).
+    drops: Vec<(u64, u64)>,
+    /// `replacement_history` items dropped, by line (lines that stay).
+    item_drops: BTreeMap<u64, Vec<usize>>,
     /// Edits of the lines that stay, by line.
     edits: BTreeMap<u64, Vec<&'a Edit>>,
 }
 
 impl LinePlans<'_> {
     fn dropped(&self, line: u64) -> bool {
-        self.drops.binary_search(&line).is_ok()
+        let k = self.drops.partition_point(|&(_, last)| last < line);
+        self.drops.get(k).is_some_and(|&(first, _)| first <= line)
+    }
+
+    /// Whether line `line` has anything to do: edits or item drops.
+    fn edited(&self, line: u64) -> bool {
+        self.edits.contains_key(&line) || self.item_drops.contains_key(&line)
+    }
+
+    /// The lines with something to do but no whole drop, ascending.
+    fn edited_lines(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .edits
+            .keys()
+            .chain(self.item_drops.keys())
+            .copied()
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The edits and item drops of line `line`.
+    fn of(&self, line: u64) -> (&[&Edit], &[usize]) {
+        (
+            self.edits.get(&line).map_or(&[][..], Vec::as_slice),
+            self.item_drops.get(&line).map_or(&[][..], Vec::as_slice),
+        )
     }
 
     /// The last line any edit names.
     fn last_line(&self) -> Option<u64> {
+        // A run that ends the session names its first line only.
         self.drops
             .last()
-            .copied()
+            .map(|&(f, l)| if l == u64::MAX { f } else { l })
             .max(self.edits.keys().next_back().copied())
+            .max(self.item_drops.keys().next_back().copied())
     }
 }
 
+/// `(line, replacement_history index)` of message id `id`. Errors: an id
+/// that is not a Codex one (`L<line>`, `L<line>.rh<k>`).
+fn message_at(id: &str) -> Result<(u64, Option<usize>)> {
+    ids::parse_message(id).ok_or_else(|| anyhow!("{id} is not a Codex message id"))
+}
+
+/// What a [`Change::DropThrough`] of `run` from message `first` drops: the
+/// lines dropped whole (inclusive; the end is `u64::MAX` for a run that ends
+/// the session), and the `replacement_history` items dropped from a line
+/// that stays. The messages of a line are its history items, then its own
+/// message: a run past a line holds that line's message, which drops the
+/// whole line; a run that ends on a history item drops that line's items up
+/// to it. The lines between the kept neighbours (`prev`, `next`) and the run
+/// hold no message: they go with it. Errors: ids that are not Codex ones, a
+/// run whose ends are out of order.
+#[allow(clippy::type_complexity)]
+fn run_span(
+    first: &str,
+    run: &crate::edit::DropRun,
+) -> Result<(
+    Option<(u64, u64)>,
+    Option<(u64, std::ops::RangeInclusive<usize>)>,
+)> {
+    let (a, ka) = message_at(first)?;
+    let (b, kb) = message_at(&run.last)?;
+    if b < a || (b == a && kb.is_some() && kb < ka) {
+        bail!(
+            "a run from {first} through {}: its last message comes before its first",
+            run.last
+        );
+    }
+    // From the line after the kept message before the run (its own line when
+    // it shares the run's first line: an item of the same history, dropped
+    // with the line's message as before).
+    let start = match &run.prev {
+        None => 1,
+        Some(p) => {
+            let (pl, _) = message_at(p)?;
+            if pl >= a {
+                a
+            } else {
+                pl + 1
+            }
+        }
+    };
+    Ok(match kb {
+        Some(j) => {
+            let items = (b, if b == a { ka.unwrap_or(0) } else { 0 }..=j);
+            let whole = (b > start).then_some((start, b - 1));
+            (whole, Some(items))
+        }
+        None => {
+            let end = match &run.next {
+                None => u64::MAX,
+                Some(n) => message_at(n)?.0.saturating_sub(1).max(b),
+            };
+            (Some((start, end)), None)
+        }
+    })
+}
+
 /// Errors: an edit whose message id is not a Codex one (`L<line>`,
-/// `L<line>.<item>`).
+/// `L<line>.<item>`), a run whose last message comes before its first.
 fn plan_lines<'a>(edits: impl IntoIterator<Item = &'a Edit>) -> Result<LinePlans<'a>> {
     let mut out = LinePlans {
         drops: Vec::new(),
+        item_drops: BTreeMap::new(),
         edits: BTreeMap::new(),
     };
+    let mut items = |line: u64, ks: std::ops::RangeInclusive<usize>| {
+        out.item_drops.entry(line).or_default().extend(ks);
+    };
+    let mut drops = Vec::new();
+    let mut by_line: BTreeMap<u64, Vec<&'a Edit>> = BTreeMap::new();
     for e in edits {
-        let (line, rh) = ids::parse_message(&e.message_id)
-            .ok_or_else(|| anyhow!("{} is not a Codex message id", e.message_id))?;
-        if e.change == Change::DropMessage && rh.is_none() {
-            out.drops.push(line);
-        } else {
-            out.edits.entry(line).or_default().push(e);
+        let (line, rh) = message_at(&e.message_id)?;
+        match (&e.change, rh) {
+            (Change::DropMessage, None) => drops.push((line, line)),
+            (Change::DropMessage, Some(k)) => items(line, k..=k),
+            (Change::DropThrough(run), _) => {
+                let (whole, items_of) = run_span(&e.message_id, run)?;
+                if let Some(w) = whole {
+                    drops.push(w);
+                }
+                if let Some((l, ks)) = items_of {
+                    items(l, ks);
+                }
+            }
+            _ => by_line.entry(line).or_default().push(e),
         }
     }
-    out.drops.sort_unstable();
-    out.drops.dedup();
-    let drops = std::mem::take(&mut out.drops);
-    out.edits.retain(|l, _| drops.binary_search(l).is_err());
-    out.drops = drops;
+    drops.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(drops.len());
+    for (a, b) in drops {
+        match merged.last_mut() {
+            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    out.drops = merged;
+    for ks in out.item_drops.values_mut() {
+        ks.sort_unstable();
+        ks.dedup();
+    }
+    let (drops, item_drops) = (&out.drops, &mut out.item_drops);
+    let in_drops = |l: u64| {
+        let k = drops.partition_point(|&(_, last)| last < l);
+        drops.get(k).is_some_and(|&(first, _)| first <= l)
+    };
+    item_drops.retain(|&l, _| !in_drops(l));
+    by_line.retain(|&l, _| !in_drops(l));
+    out.edits = by_line;
     Ok(out)
 }
 
@@ -244,8 +370,9 @@ fn edit_part(item: &mut Value, k: usize, change: &Change) -> Result<()> {
 }
 
 /// Applies the edits of one line (none of them a drop of the whole line) to
-/// its parsed JSON: part edits, then notes, then `replacement_history` drops.
-fn edit_line(v: &mut Value, edits: &[&Edit], mode: Mode) -> Result<()> {
+/// its parsed JSON: part edits, then notes, then the drops of the
+/// `replacement_history` items `item_drops` names (ascending indexes).
+fn edit_line(v: &mut Value, edits: &[&Edit], item_drops: &[usize], mode: Mode) -> Result<()> {
     let payload = payload_mut(v);
     for e in edits {
         let Some(pid) = e.change.part_id() else {
@@ -302,14 +429,9 @@ fn edit_line(v: &mut Value, edits: &[&Edit], mode: Mode) -> Result<()> {
             _ => {}
         }
     }
-    let mut drops: Vec<usize> = edits
-        .iter()
-        .filter(|e| e.change == Change::DropMessage)
-        .filter_map(|e| ids::parse_message(&e.message_id).and_then(|(_, rh)| rh))
-        .collect();
-    drops.sort_unstable_by(|a, b| b.cmp(a));
-    drops.dedup();
-    if !drops.is_empty() {
+    // Highest index first, so removing one leaves the next in place.
+    let drops = item_drops.iter().rev().copied();
+    if !item_drops.is_empty() {
         let n = match payload.get("replacement_history") {
             Some(Value::Array(rh)) => rh.len(),
             _ => bail!("the line has no replacement_history"),
@@ -419,7 +541,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     // The messages of each edited line (only those: a cut's drops need none).
     let mut ranges: HashMap<u64, (usize, usize)> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
-        if let Some(l) = m.line.filter(|l| plans.edits.contains_key(&l.number())) {
+        if let Some(l) = m.line.filter(|l| plans.edited(l.number())) {
             ranges
                 .entry(l.number())
                 .and_modify(|r| r.1 = i)
@@ -427,11 +549,11 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
         }
     }
     let mut todo: Vec<(u64, usize, usize)> = Vec::new();
-    for line in plans.edits.keys() {
+    for line in plans.edited_lines() {
         let &(a, b) = ranges
-            .get(line)
+            .get(&line)
             .ok_or_else(|| anyhow!("line {line} holds no message of session {}", out.id))?;
-        todo.push((*line, a, b));
+        todo.push((line, a, b));
     }
     todo.sort_by_key(|t| std::cmp::Reverse(t.1));
     let files = crate::formats::LineFiles::new(std::slice::from_ref(&out.source));
@@ -443,7 +565,8 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
             Some(raw) => raw.clone(),
             None => read_line(&files, &out.source, lr)?,
         };
-        edit_line(&mut v, &plans.edits[&line], Mode::Model)?;
+        let (es, items) = plans.of(line);
+        edit_line(&mut v, es, items, Mode::Model)?;
         let nl = LineRef {
             bytes: json_len(&cleaned(&v)) + 1,
             ..lr
@@ -457,14 +580,22 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
         }
         out.messages.splice(a..=b, msgs);
     }
-    out.messages
-        .retain(|m| !m.line.is_some_and(|l| plans.dropped(l.number())));
-    out.problems.retain(|p| {
-        !p.id
-            .as_deref()
-            .and_then(ids::parse_message)
-            .is_some_and(|(l, _)| plans.dropped(l))
-    });
+    if !plans.drops.is_empty() {
+        out.messages
+            .retain(|m| !m.line.is_some_and(|l| plans.dropped(l.number())));
+        out.problems.retain(|p| {
+            !p.id
+                .as_deref()
+                .and_then(ids::parse_message)
+                .is_some_and(|(l, _)| plans.dropped(l))
+        });
+        // The lines of the runs that hold no message go too, but for a
+        // header, which the copy keeps as the writer does.
+        let removed = out
+            .meta_lines
+            .remove(|l, kind| kind != HEADER_KIND && plans.dropped(l));
+        out.other_bytes = out.other_bytes.saturating_sub(removed);
+    }
     out.visible = visible_view(&out.messages);
     Ok(out)
 }
@@ -476,7 +607,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
 pub fn write_copy(src: &Path, len: u64, dest: &Path, edits: &[Edit], replace: bool) -> Result<()> {
     let plans = plan_lines(edits)?;
     let (staged, mut file) = crate::fsx::Staged::file(dest)?;
-    if plans.drops.is_empty() && plans.edits.is_empty() {
+    if plans.drops.is_empty() && plans.edits.is_empty() && plans.item_drops.is_empty() {
         crate::formats::copy_unchanged(src, len, &mut file, staged.path())?;
         drop(file);
         return staged.commit(crate::formats::copy_mode(src), replace);
@@ -497,7 +628,7 @@ pub fn write_copy(src: &Path, len: u64, dest: &Path, edits: &[Edit], replace: bo
                 // A line longer than the loader holds (read as unreadable):
                 // dropped or copied as it streams by, never held.
                 let keep = !plans.dropped(n);
-                if keep && plans.edits.contains_key(&n) {
+                if keep && plans.edited(n) {
                     bail!("{}: line {n} is too long to edit", src.display());
                 }
                 if keep {
@@ -507,14 +638,15 @@ pub fn write_copy(src: &Path, len: u64, dest: &Path, edits: &[Edit], replace: bo
                 crate::formats::copy_rest_of_line(&mut r, out).with_context(|| cannot_read(n))?;
                 continue;
             }
-            if plans.dropped(n) {
+            // A header inside a dropped run stays, as in the model.
+            if plans.dropped(n) && !is_header_line(super::parse::trim_eol(&buf), n == 1) {
                 continue;
             }
-            match plans.edits.get(&n) {
-                Some(es) => {
+            match plans.edited(n).then(|| plans.of(n)) {
+                Some((es, items)) => {
                     let mut v: Value = serde_json::from_slice(super::parse::trim_eol(&buf))
                         .with_context(|| format!("{}:line {n}: not valid JSON", src.display()))?;
-                    edit_line(&mut v, es, Mode::Write)
+                    edit_line(&mut v, es, items, Mode::Write)
                         .with_context(|| format!("{}:line {n}", src.display()))?;
                     serde_json::to_writer(&mut w, &v)?;
                     // Its own ending (`\r\n` in a CRLF rollout); a last
@@ -569,9 +701,104 @@ fn part_field(m: Option<&Message>, part_id: &str, leaf: &str) -> String {
     format!("{base}.{field}")
 }
 
+/// Lines and bytes of lines `first..=last` of `s`'s rollout that a run
+/// drops: the lines its messages fill and the lines that hold no message,
+/// but for the headers, which stay.
+fn run_lines(s: &Session, first: u64, last: u64) -> (u64, u64) {
+    let line_of = |m: &Message| m.line.map_or(0, |l| l.number());
+    let start = s.messages.partition_point(|m| line_of(m) < first);
+    let (mut lines, mut bytes, mut prev) = (0u64, 0u64, None);
+    for m in s.messages.get(start..).unwrap_or_default() {
+        let Some(l) = m.line.filter(|l| l.number() <= last) else {
+            break;
+        };
+        if prev != Some(l.number()) {
+            prev = Some(l.number());
+            lines += 1;
+            bytes = bytes.saturating_add(l.bytes);
+        }
+    }
+    let (n, b) = s.meta_lines.in_range(first, last, |k| k == HEADER_KIND);
+    (lines + n, bytes.saturating_add(b))
+}
+
+/// How a [`Change::DropThrough`] `e` of `run` looks in the rollout: one
+/// change for the lines it drops whole (with their [`crate::edit::LineRun`]),
+/// naming the history items it drops from a line that stays.
+fn describe_run(s: &Session, e: &Edit, run: &crate::edit::DropRun) -> StoredChange {
+    let (whole, items) = run_span(&e.message_id, run).unwrap_or((None, None));
+    // The lines the copy leaves out: a header at either end stays, and a
+    // range the session no longer holds (cut by an earlier step) is none.
+    let whole = whole.and_then(|(a, b)| dropped_bounds(s, a, b));
+    let (lines, bytes) = whole.map_or((0, 0), |(a, b)| run_lines(s, a, b));
+    let items = items.map_or(String::new(), |(l, ks)| {
+        format!(
+            "{}items {} to {} of the replacement_history of line {l}",
+            if whole.is_some() { ", and " } else { "" },
+            ks.start(),
+            ks.end()
+        )
+    });
+    let lines_text = whole.map_or(String::new(), |(a, b)| {
+        format!(
+            "lines {a}-{b} ({lines} lines, {bytes} bytes: {} messages and the lines among them that hold no message)",
+            run.messages
+        )
+    });
+    StoredChange {
+        session_id: e.session_id.clone(),
+        message_id: e.message_id.clone(),
+        part_id: None,
+        field: "line".into(),
+        old: json!(format!("{lines_text}{items}")),
+        new: Value::Null,
+        run: whole.map(|(a, b)| {
+            Box::new(crate::edit::LineRun {
+                last_message_id: run.last.clone(),
+                first_line: a,
+                last_line: b,
+                lines,
+                bytes,
+            })
+        }),
+        figures: ChangeFigures {
+            messages: Some(run.messages as u64),
+            ..Default::default()
+        }
+        .boxed(),
+    }
+}
+
+/// The first and last line of `first..=last` that `s` holds and a run
+/// drops (a message line, or one that holds no message but a header);
+/// `None` when there is none.
+fn dropped_bounds(s: &Session, first: u64, last: u64) -> Option<(u64, u64)> {
+    let line_of = |m: &Message| m.line.map_or(0, |l| l.number());
+    let start = s.messages.partition_point(|m| line_of(m) < first);
+    let end = s.messages.partition_point(|m| line_of(m) <= last);
+    let msgs = s.messages.get(start..end.max(start)).unwrap_or_default();
+    let meta = s
+        .meta_lines
+        .lines()
+        .iter()
+        .filter(|l| (first..=last).contains(&u64::from(l.line.get())))
+        .filter(|l| s.meta_lines.kind_name(l.kind) != HEADER_KIND)
+        .map(|l| u64::from(l.line.get()));
+    let all = msgs.iter().map(line_of).chain(meta);
+    let (mut lo, mut hi) = (None::<u64>, None::<u64>);
+    for l in all {
+        lo = Some(lo.map_or(l, |x| x.min(l)));
+        hi = Some(hi.map_or(l, |x| x.max(l)));
+    }
+    Some((lo?, hi?))
+}
+
 /// How `e` looks in the rollout, for the change list.
 pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
     let s = ix.session();
+    if let Change::DropThrough(run) = &e.change {
+        return describe_run(s, e, run);
+    }
     let m = ix.message(&e.message_id);
     let part = e
         .change
@@ -668,6 +895,8 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
                 )
             }
         },
+        // Described above, with its run.
+        Change::DropThrough(_) => ("line".into(), Value::Null, Value::Null),
         // Codex rewrites no line with a reused id: repair never plans this.
         Change::DropCopies => (
             "line".into(),

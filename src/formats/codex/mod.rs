@@ -395,6 +395,14 @@ impl Applier for CodexStore {
         edit::apply_owned(session, edits)
     }
 
+    /// A cut's runs are dropped with one edit each, and with them the
+    /// lines between their messages that hold no message (events, turn
+    /// contexts; a header stays): the copy keeps no metadata of the history
+    /// it no longer holds.
+    fn drops_through(&self) -> bool {
+        true
+    }
+
     /// Codex reads the whole rollout on resume: a compact copy always keeps
     /// only `session_meta`, the newest `compacted` line and what follows it.
     fn replays_everything(&self) -> bool {
@@ -541,6 +549,88 @@ mod tests {
             let v: Value = serde_json::from_str(line).unwrap();
             assert!(!parse::looks_like_codex(&v), "{line}");
         }
+    }
+
+    /// Issue 8: lines that hold no message are not messages, and a run of
+    /// dropped messages (one `drop-through` edit) takes the lines among and
+    /// around them that hold none, but for a header, in the model as in the
+    /// copy: the copy's bytes are what the model counts, and it reads as
+    /// the model says.
+    #[test]
+    fn a_run_drops_the_lines_that_hold_no_message_among_its_messages_but_a_header() {
+        let item = |t: &str| {
+            format!(
+                r#"{{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{t}"}}]}}}}"#
+            )
+        };
+        let event = |t: &str| {
+            format!(
+                r#"{{"timestamp":"2026-01-01T00:00:01Z","type":"event_msg","payload":{{"type":"{t}"}}}}"#
+            )
+        };
+        let meta =
+            r#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"s-1"}}"#;
+        let lines = [
+            meta.to_string(),                                                 // 1: header
+            event("task_started"),                                            // 2
+            item("one"),                                                      // 3: L3
+            event("agent_message"),                                           // 4
+            meta.to_string(),     // 5: a header inside the run stays
+            "   ".to_string(),    // 6: blank
+            item("two"),          // 7: L7
+            event("token_count"), // 8 (no info: holds nothing)
+            r#"{"type":"turn_context","payload":{"model":"m"}}"#.to_string(), // 9
+            item("three"),        // 10: L10, kept
+            event("task_complete"), // 11
+        ];
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("rollout-2026-01-01T00-00-00-s.jsonl");
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        let store = open_file(&p).unwrap().expect("a rollout");
+        let s = store.load("s-1").unwrap();
+        let ids: Vec<&str> = s.messages.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["L3", "L7", "L10"]);
+        assert_eq!(s.meta_lines.len(), 8);
+        assert_eq!(s.payload_bytes(), std::fs::metadata(&p).unwrap().len());
+        let edit = Edit {
+            session_id: "s-1".into(),
+            message_id: "L3".into(),
+            change: crate::edit::Change::DropThrough(Box::new(crate::edit::DropRun {
+                last: "L7".into(),
+                messages: 2,
+                prev: None,
+                next: Some("L10".into()),
+            })),
+        };
+        let after = edit::apply(&s, std::slice::from_ref(&edit)).unwrap();
+        let ids: Vec<&str> = after.messages.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["L10"]);
+        let dest = t.path().join("out.jsonl");
+        store
+            .copier()
+            .write_copy(&dest, std::slice::from_ref(&edit), false)
+            .unwrap();
+        let copy = std::fs::read_to_string(&dest).unwrap();
+        let got: Vec<&str> = copy.lines().collect();
+        // Lines 1 and 5 (headers), then line 10 on.
+        assert_eq!(
+            got,
+            [meta, meta, lines[9].as_str(), lines[10].as_str()],
+            "{copy}"
+        );
+        assert_eq!(after.payload_bytes(), copy.len() as u64);
+        let kinds: Vec<String> = after
+            .meta_lines
+            .by_kind()
+            .into_iter()
+            .map(|k| k.kind)
+            .collect();
+        assert_eq!(kinds, ["session_meta", "event_msg/task_complete"]);
+        // The change names the lines dropped (2 to 9, less the header on 5).
+        let changes = store.copier().describe_all(&s, std::slice::from_ref(&edit));
+        let run = changes[0].run.as_ref().expect("a run");
+        assert_eq!((run.first_line, run.last_line, run.lines), (2, 9, 7));
+        assert_eq!(changes[0].edits(), 2);
     }
 
     #[test]

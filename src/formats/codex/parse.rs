@@ -66,6 +66,14 @@ pub const NOTE_MARKER: &str = "__session_doctor_note";
 /// parts are synthetic.
 pub const CONTEXT_ROLE: &str = "user-context";
 
+/// Kind of a header line (`session_meta`, or the older envelope-less first
+/// line) among the lines that hold no message ([`crate::model::MetaLines`]).
+pub const HEADER_KIND: &str = "session_meta";
+/// Kind of a line of whitespace only.
+pub const BLANK_KIND: &str = "blank";
+/// Kind of a line the loader could not read (a load problem names it).
+pub const UNREADABLE_KIND: &str = "unreadable";
+
 /// Text prefixes of the user messages Codex writes itself.
 const CONTEXT_PREFIXES: &[&str] = &[
     "<environment_context>",
@@ -131,6 +139,29 @@ pub fn classify(v: &Value, first: bool) -> Line<'_> {
             ty: "unknown".into(),
             sub: None,
         },
+    }
+}
+
+/// Whether line `body` (no line ending) is a header the loader reads
+/// (`session_meta`, or with `first` the older envelope-less first line):
+/// [`Line::Meta`] of the line's tree, as [`pre_read`] gives it. A copy keeps
+/// a header inside a run of dropped lines ([`crate::edit::Change::DropThrough`]).
+/// Only a line that names `session_meta` (or holds a `\u` escape that
+/// could spell it), or a first line, is parsed.
+pub fn is_header_line(body: &[u8], first: bool) -> bool {
+    let named = |k: &[u8]| memchr::memmem::find(body, k).is_some();
+    if !first && !named(b"session_meta") && !named(b"\\u") {
+        return false;
+    }
+    let dummy = LineRef {
+        file: 0,
+        line: std::num::NonZeroU32::MIN,
+        offset: 0,
+        bytes: body.len() as u64,
+    };
+    match pre_read(body, false, dummy) {
+        Pre::Tree(v) => matches!(classify(&v, first), Line::Meta(_)),
+        _ => false,
     }
 }
 
@@ -1528,6 +1559,7 @@ impl Loader {
         match classify(v, first) {
             Line::Meta(p) => {
                 self.s.other_bytes += line.bytes;
+                self.s.meta_lines.push(line, HEADER_KIND, None);
                 if let Some(id) = str_at(p, "id") {
                     if self.s.id.is_empty() {
                         self.s.id = id.to_string();
@@ -1649,9 +1681,14 @@ impl Loader {
             }
         }
         let role = self.other_role(ty, o.sub.as_deref().filter(|_| ty == "event_msg"));
-        let mut m = message(&ids::line(line.number()), role, line, self.time);
-        m.info_bytes = line.bytes;
-        self.push(m);
+        self.meta(line, role.as_str());
+    }
+
+    /// A line that holds no message ([`crate::model::MetaLines`]): its
+    /// bytes count outside messages.
+    fn meta(&mut self, line: LineRef, kind: &str) {
+        self.s.other_bytes += line.bytes;
+        self.s.meta_lines.push(line, kind, Some(self.time));
     }
 
     /// The role of a line of type `ty` (event type `sub`): `event_msg/<sub>`,
@@ -1720,7 +1757,16 @@ impl Loader {
             }
             let request = info.total.is_some_and(|t| self.new_total(t));
             let u = info.last;
-            if request {
+            // Codex's estimate of the history (written around a compaction):
+            // never a request, whether or not the running total moved, so a
+            // copy whose cut left it the first count reads it as the
+            // original does.
+            let estimate = u.input == 0
+                && u.cache_read == 0
+                && u.cache_write == 0
+                && u.output == 0
+                && u.total.unwrap_or(0) > 0;
+            if request && !estimate {
                 self.last_request = u.total;
                 match self.candidate.take() {
                     Some(c) => {
@@ -1732,18 +1778,20 @@ impl Loader {
                     }
                     None => m.set_usage(u),
                 }
-            } else if u.input == 0
-                && u.cache_read == 0
-                && u.cache_write == 0
-                && u.output == 0
-                && u.total.unwrap_or(0) > 0
-            {
+            } else if estimate {
                 self.estimates += 1;
                 m.set_usage(Usage {
                     total: u.total,
                     ..Default::default()
                 });
             }
+        }
+        // A count that stays on its own line (a request with no model
+        // output before it, an estimate, a count that is not one) is a
+        // usage record the rules read; any other is a line of figures
+        // already given to their owner, or of none.
+        if m.usage.is_none() && m.rare.is_none() {
+            return self.meta(line, m.role.as_str());
         }
         self.push(m);
     }
@@ -2076,7 +2124,10 @@ impl Loader {
         for (line, complete, pre) in block {
             let (n, read) = (line.number(), line.bytes);
             match pre {
-                Pre::Blank => self.s.other_bytes += read,
+                Pre::Blank => {
+                    self.s.other_bytes += read;
+                    self.s.meta_lines.push(line, BLANK_KIND, None);
+                }
                 Pre::Item {
                     time,
                     mut m,
@@ -2109,6 +2160,7 @@ impl Loader {
                 Pre::Tree(v) => self.line(&v, line),
                 Pre::Bad(err) => {
                     self.s.other_bytes += read;
+                    self.s.meta_lines.push(line, UNREADABLE_KIND, None);
                     self.first = false;
                     let torn = !complete;
                     self.s.problems.push(LoadProblem {

@@ -411,6 +411,7 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
             Change::SetParent { .. }
             | Change::ClearParent { .. }
             | Change::DropCopies
+            | Change::DropThrough(_)
             | Change::SetFirstKept { .. }
             | Change::AddNote { .. } => bail!(
                 "message {}: {} does not apply to hermes rows",
@@ -606,6 +607,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         Change::SetParent { .. }
         | Change::ClearParent { .. }
         | Change::DropCopies
+        | Change::DropThrough(_)
         | Change::SetFirstKept { .. }
         | Change::AddNote { .. } => (
             "message".to_string(),
@@ -717,6 +719,7 @@ pub fn write(txn: &rusqlite::Transaction<'_>, schema: &Schema, edits: &[Edit]) -
             Change::SetParent { .. }
             | Change::ClearParent { .. }
             | Change::DropCopies
+            | Change::DropThrough(_)
             | Change::SetFirstKept { .. }
             | Change::AddNote { .. } => bail!(
                 "message {mid}: {} does not apply to hermes rows",

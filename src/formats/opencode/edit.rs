@@ -367,6 +367,11 @@ pub fn apply_after(
                 m.id,
                 e.change.name()
             ),
+            Change::DropThrough(_) => anyhow::bail!(
+                "message {}: opencode copies drop messages one by one ({} is for formats that drop runs)",
+                m.id,
+                e.change.name()
+            ),
         }
     }
     out.messages.retain(|m| !dropped.contains(&m.id));
@@ -493,7 +498,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
             Value::Null,
             json!(edit.change.name()),
         ),
-        Change::SetFirstKept { .. } | Change::CutBefore { .. } => {
+        Change::SetFirstKept { .. } | Change::CutBefore { .. } | Change::DropThrough(_) => {
             (edit.change.name().to_string(), Value::Null, Value::Null)
         }
     };

@@ -190,6 +190,11 @@ impl LegacyStore {
                 e.message_id,
                 e.change.name()
             ),
+            Change::DropThrough(_) => bail!(
+                "message {}: opencode copies drop messages one by one ({} is for formats that drop runs)",
+                e.message_id,
+                e.change.name()
+            ),
             Change::AddNote { text } => {
                 let mut pid = edit::note_part_id(&e.message_id);
                 for k in 1..=1000 {

@@ -692,6 +692,10 @@ fn apply_in_db(txn: &rusqlite::Transaction<'_>, e: &Edit) -> Result<()> {
             "message {mid}: opencode stores no first kept entry ({} is a docker-agent change)",
             e.change.name()
         ),
+        Change::DropThrough(_) => bail!(
+            "message {mid}: opencode copies drop messages one by one ({} is for formats that drop runs)",
+            e.change.name()
+        ),
         Change::AddNote { text } => {
             let t: i64 = txn
                 .query_row(
