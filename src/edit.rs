@@ -256,7 +256,7 @@ pub struct ChangeFigures {
 impl ChangeFigures {
     /// Strip-media figures of `part` (its inline media).
     pub fn media(part: Option<&crate::model::Part>) -> ChangeFigures {
-        let media = part.map_or(&[][..], |p| &p.media[..]);
+        let media = part.map_or(&[][..], |p| p.media());
         ChangeFigures {
             media_items: Some(media.len() as u64),
             media_bytes: Some(media.iter().map(|m| m.encoded_bytes).sum()),

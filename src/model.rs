@@ -10,6 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 use std::path::PathBuf;
 
+mod parts;
+pub use parts::Parts;
+
 /// Which agent wrote a store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -391,33 +394,55 @@ pub struct KeptEntry {
 }
 
 /// One stored part of a message (its message is the one that holds it).
+/// 56 bytes: a huge session holds one per content item (1.17 million in
+/// the 1 GB rollout of benches/). Its size figures are held in 32 bits (a
+/// figure of 4 GiB or more is kept whole beside them, [`PartExtra`]), and
+/// what few parts hold (media, a compaction marker, added JSON) is boxed
+/// apart; both are read and set through methods.
 #[derive(Debug, Clone)]
 pub struct Part {
     pub id: Id,
     pub kind: PartKind,
     /// Type name exactly as stored.
     pub kind_name: Sym,
-    /// Bytes stored for this part (SQLite `part.data`, or the part file's size).
-    pub payload_bytes: u64,
-    /// Characters of what the agent sends the model for this part (media data excluded).
-    pub model_chars: u64,
-    /// Bytes of what the agent puts on the wire for this part: text and tool
-    /// input/output as UTF-8, inline media as its base64 data URL.
-    pub wire_bytes: u64,
+    /// [`Part::payload_bytes`].
+    payload_bytes: u32,
+    /// [`Part::model_chars`].
+    model_chars: u32,
+    /// [`Part::wire_bytes`].
+    wire_bytes: u32,
     pub synthetic: bool,
     /// The part holds text `session-doctor compact` wrote where it cut,
     /// stripped or removed something ([`crate::measure::has_compact_marker`]).
     pub rewritten: bool,
-    /// Inline media items (few parts have any: one pointer when empty).
-    pub media: thin_vec::ThinVec<Media>,
     pub tool: Option<Box<ToolCall>>,
-    pub compaction: Option<Box<CompactionMarker>>,
+    /// What few parts hold ([`PartExtra`]); `None` for most.
+    extra: Option<Box<PartExtra>>,
+}
+
+/// The fields of a [`Part`] that few parts set.
+#[derive(Debug, Clone, Default)]
+struct PartExtra {
+    /// Inline media items.
+    media: thin_vec::ThinVec<Media>,
+    compaction: Option<Box<CompactionMarker>>,
     /// The JSON text of a part no stored row or line holds (one an edit
     /// added, such as a note), as it was added, so that later edits can
-    /// rebuild it; boxed, so a part pays 8 bytes for it. `None` for a stored
-    /// part: the format re-reads it by id when it must change it, so a
-    /// session holds figures, not text.
-    pub raw: Option<Box<String>>,
+    /// rebuild it. `None` for a stored part: the format re-reads it by id
+    /// when it must change it, so a session holds figures, not text.
+    raw: Option<String>,
+    /// The figures of 4 GiB or more (payload bytes, model characters, wire
+    /// bytes), whose 32-bit fields hold `u32::MAX`.
+    big: [u64; 3],
+}
+
+/// A part's figure as held: itself below `u32::MAX`, else `u32::MAX` with
+/// the figure kept whole apart.
+fn held(v: u64) -> (u32, bool) {
+    match u32::try_from(v) {
+        Ok(x) if x < u32::MAX => (x, false),
+        _ => (u32::MAX, true),
+    }
 }
 
 /// A stored part whose message does not exist.
@@ -512,11 +537,103 @@ impl Part {
             wire_bytes: 0,
             synthetic: false,
             rewritten: false,
-            media: thin_vec::ThinVec::new(),
             tool: None,
-            compaction: None,
-            raw: None,
+            extra: None,
         }
+    }
+
+    fn figure(&self, held: u32, k: usize) -> u64 {
+        if held < u32::MAX {
+            return u64::from(held);
+        }
+        self.extra.as_ref().map_or(u64::from(held), |e| e.big[k])
+    }
+
+    fn set_figure(&mut self, k: usize, v: u64) -> u32 {
+        let (x, big) = held(v);
+        if big {
+            self.extra_mut().big[k] = v;
+        }
+        x
+    }
+
+    fn extra_mut(&mut self) -> &mut PartExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+
+    /// Bytes stored for this part (SQLite `part.data`, or the part file's size).
+    pub fn payload_bytes(&self) -> u64 {
+        self.figure(self.payload_bytes, 0)
+    }
+
+    pub fn set_payload_bytes(&mut self, v: u64) {
+        self.payload_bytes = self.set_figure(0, v);
+    }
+
+    /// Characters of what the agent sends the model for this part (media data excluded).
+    pub fn model_chars(&self) -> u64 {
+        self.figure(self.model_chars, 1)
+    }
+
+    pub fn set_model_chars(&mut self, v: u64) {
+        self.model_chars = self.set_figure(1, v);
+    }
+
+    /// Bytes of what the agent puts on the wire for this part: text and tool
+    /// input/output as UTF-8, inline media as its base64 data URL.
+    pub fn wire_bytes(&self) -> u64 {
+        self.figure(self.wire_bytes, 2)
+    }
+
+    pub fn set_wire_bytes(&mut self, v: u64) {
+        self.wire_bytes = self.set_figure(2, v);
+    }
+
+    /// Inline media items (few parts have any).
+    pub fn media(&self) -> &[Media] {
+        self.extra.as_ref().map_or(&[], |e| &e.media[..])
+    }
+
+    /// The media items, to change them (the part's rare fields are boxed on
+    /// first use).
+    pub fn media_mut(&mut self) -> &mut thin_vec::ThinVec<Media> {
+        &mut self.extra_mut().media
+    }
+
+    /// Sets the media items (nothing is boxed for none).
+    pub fn set_media(&mut self, media: thin_vec::ThinVec<Media>) {
+        if media.is_empty() && self.extra.is_none() {
+            return;
+        }
+        self.extra_mut().media = media;
+    }
+
+    /// The compaction marker, when this part is a compaction request.
+    pub fn compaction(&self) -> Option<&CompactionMarker> {
+        self.extra.as_ref()?.compaction.as_deref()
+    }
+
+    pub fn compaction_mut(&mut self) -> Option<&mut CompactionMarker> {
+        self.extra.as_mut()?.compaction.as_deref_mut()
+    }
+
+    pub fn set_compaction(&mut self, c: Option<Box<CompactionMarker>>) {
+        if c.is_none() && self.extra.is_none() {
+            return;
+        }
+        self.extra_mut().compaction = c;
+    }
+
+    /// The JSON text of a part no stored row or line holds ([`PartExtra`]).
+    pub fn raw(&self) -> Option<&String> {
+        self.extra.as_ref()?.raw.as_ref()
+    }
+
+    pub fn set_raw(&mut self, raw: Option<String>) {
+        if raw.is_none() && self.extra.is_none() {
+            return;
+        }
+        self.extra_mut().raw = raw;
     }
 }
 
@@ -563,10 +680,8 @@ pub struct Message {
     pub model: Option<Sym>,
     /// Bytes stored for the message row or file itself, parts excluded.
     pub info_bytes: u64,
-    /// The message's parts in stored order. A `ThinVec` (one pointer; its
-    /// length lives in the allocation): most messages of a huge Codex
-    /// rollout have none and pay 8 bytes for it, not 24.
-    pub parts: thin_vec::ThinVec<Part>,
+    /// The message's parts in stored order ([`Parts`]: one held inline).
+    pub parts: Parts,
     /// What few messages store ([`Rare`]): `None` when the message has none
     /// of it, so a huge session pays 8 bytes a message for these fields, not
     /// 40. Read through [`Message::logical_parent_id`], [`Message::error`]
@@ -690,7 +805,7 @@ impl Message {
             usage: None,
             model: None,
             info_bytes: 0,
-            parts: thin_vec::ThinVec::new(),
+            parts: Parts::new(),
             rare: None,
         }
     }
@@ -716,37 +831,37 @@ impl Message {
 
     /// The compaction marker when this is a compaction request message.
     pub fn compaction(&self) -> Option<&CompactionMarker> {
-        self.parts.iter().find_map(|p| p.compaction.as_deref())
+        self.parts.iter().find_map(|p| p.compaction())
     }
 
     /// Bytes stored for the message and all its parts.
     pub fn payload_bytes(&self) -> u64 {
-        self.info_bytes + self.parts.iter().map(|p| p.payload_bytes).sum::<u64>()
+        self.info_bytes + self.parts.iter().map(Part::payload_bytes).sum::<u64>()
     }
 
     /// Decoded bytes of inline media in all parts.
     pub fn media_bytes(&self) -> u64 {
         self.parts
             .iter()
-            .flat_map(|p| &p.media)
+            .flat_map(|p| p.media())
             .map(|m| m.decoded_bytes)
             .sum()
     }
 
     /// Number of inline media items in all parts.
     pub fn media_count(&self) -> usize {
-        self.parts.iter().map(|p| p.media.len()).sum()
+        self.parts.iter().map(|p| p.media().len()).sum()
     }
 
     /// Estimated tokens the agent sends for this message (characters / 4, rounded,
     /// as opencode's `Token.estimate`).
     pub fn tokens_estimated(&self) -> u64 {
-        crate::measure::estimate_tokens(self.parts.iter().map(|p| p.model_chars).sum())
+        crate::measure::estimate_tokens(self.parts.iter().map(Part::model_chars).sum())
     }
 
     /// Bytes this message puts on the wire (sum of its parts' `wire_bytes`).
     pub fn wire_bytes(&self) -> u64 {
-        self.parts.iter().map(|p| p.wire_bytes).sum()
+        self.parts.iter().map(Part::wire_bytes).sum()
     }
 
     /// True for an assistant that finished (stored a finish reason and no error).
@@ -1459,7 +1574,7 @@ impl Session {
             + self
                 .orphan_parts
                 .iter()
-                .map(|p| p.part.payload_bytes)
+                .map(|p| p.part.payload_bytes())
                 .sum::<u64>()
     }
 
@@ -1476,16 +1591,18 @@ impl Session {
 mod tests {
     use super::*;
 
-    /// A huge session holds one `Message` per stored line (2.4 million for
-    /// the 1 GB Codex rollout of benches/) and one `Part` per content item:
-    /// their sizes are memory. Boxing what few messages set, one-pointer
-    /// [`Sym`]s and `ThinVec`s (an empty one is a pointer, no allocation)
-    /// keep them here.
+    /// A huge session holds one `Message` per stored line that holds one
+    /// (1.15 million for the 1 GB Codex rollout of benches/) and one `Part`
+    /// per content item: their sizes are memory. Boxing what few messages
+    /// and parts set, 32-bit part figures, one-pointer [`Sym`]s and one part
+    /// held in its message ([`Parts`]) keep them here.
     #[test]
     fn messages_and_parts_stay_small() {
         let (message, part) = (std::mem::size_of::<Message>(), std::mem::size_of::<Part>());
-        assert!(message <= 152, "Message is {message} bytes");
-        assert!(part <= 88, "Part is {part} bytes");
+        assert!(part <= 56, "Part is {part} bytes");
+        // Its one part inline: no allocation for it.
+        assert!(message <= 144 + part, "Message is {message} bytes");
+        assert_eq!(std::mem::size_of::<Parts>(), part);
         // An id is two words, and a line id of a huge rollout is inline.
         assert_eq!(std::mem::size_of::<Id>(), 16);
         assert!(crate::formats::codex::ids::part("L2415110", 12).is_inline());

@@ -42,7 +42,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
     let mut count = 0;
     let mut bytes = 0;
     for &i in &idx {
-        for m in s.messages[i].parts.iter().flat_map(|p| &p.media) {
+        for m in s.messages[i].parts.iter().flat_map(|p| p.media()) {
             count += 1;
             bytes += m.decoded_bytes;
             match distinct.iter_mut().find(|(h, ..)| *h == m.sha256) {
@@ -57,7 +57,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
         .iter()
         .rposition(|m| m.media_count() > 0)
         .expect("media exists");
-    for m in s.messages[anchor].parts.iter().flat_map(|p| &p.media) {
+    for m in s.messages[anchor].parts.iter().flat_map(|p| p.media()) {
         if let Some(d) = distinct.iter_mut().find(|(h, ..)| *h == m.sha256) {
             d.2 += 1;
         }

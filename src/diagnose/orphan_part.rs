@@ -20,7 +20,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
                 "the agent ignores it; remove it from a copy or restore its message from a backup",
             )
             .with("part_id", p.part.id.to_string())
-            .with("payload_bytes", p.part.payload_bytes)
+            .with("payload_bytes", p.part.payload_bytes())
         })
         .collect()
 }

@@ -32,7 +32,7 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
         .visible
         .iter()
         .flat_map(|&i| &s.messages[i].parts)
-        .max_by_key(|p| p.wire_bytes);
+        .max_by_key(|p| p.wire_bytes());
     if body > o.max_request_bytes {
         let mut f = Finding::new(
             Code::PayloadTooLarge,
@@ -52,7 +52,7 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
         if let Some(p) = largest {
             f = f
                 .with("largest_part_id", p.id.to_string())
-                .with("largest_part_bytes", p.wire_bytes);
+                .with("largest_part_bytes", p.wire_bytes());
         }
         out.push(f);
     }
@@ -60,7 +60,7 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
         for p in m
             .parts
             .iter()
-            .filter(|p| p.wire_bytes > o.max_request_bytes)
+            .filter(|p| p.wire_bytes() > o.max_request_bytes)
         {
             out.push(
                 Finding::new(
@@ -69,12 +69,15 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
                     Some(&m.id),
                     format!(
                         "part {} ({}) alone puts {} bytes on the wire, over the {} byte limit",
-                        p.id, p.kind_name, p.wire_bytes, o.max_request_bytes
+                        p.id,
+                        p.kind_name,
+                        p.wire_bytes(),
+                        o.max_request_bytes
                     ),
                     REMEDY,
                 )
                 .with("part_id", p.id.to_string())
-                .with("part_bytes", p.wire_bytes)
+                .with("part_bytes", p.wire_bytes())
                 .with("max_request_bytes", o.max_request_bytes),
             );
         }

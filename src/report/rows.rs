@@ -83,10 +83,10 @@ pub fn part_row(message_id: &str, p: &Part) -> PartRow {
         id: p.id.clone(),
         message_id: message_id.to_string(),
         kind: p.kind_name.to_string(),
-        payload_bytes: p.payload_bytes,
-        media_bytes: p.media.iter().map(|m| m.decoded_bytes).sum(),
-        media_count: p.media.len(),
-        tokens_estimated: crate::measure::estimate_tokens(p.model_chars),
+        payload_bytes: p.payload_bytes(),
+        media_bytes: p.media().iter().map(|m| m.decoded_bytes).sum(),
+        media_count: p.media().len(),
+        tokens_estimated: crate::measure::estimate_tokens(p.model_chars()),
         synthetic: p.synthetic,
         tool: p.tool.as_ref().map(|t| t.name.to_string()),
         tool_status: p
@@ -134,8 +134,8 @@ pub fn largest_parts(s: &Session, n: usize) -> Vec<(usize, usize)> {
     let part = |&(i, k): &(usize, usize)| &s.messages[i].parts[k];
     let order = |a: &(usize, usize), b: &(usize, usize)| {
         let (pa, pb) = (part(a), part(b));
-        pb.payload_bytes
-            .cmp(&pa.payload_bytes)
+        pb.payload_bytes()
+            .cmp(&pa.payload_bytes())
             .then_with(|| pa.id.cmp(&pb.id))
             .then_with(|| a.cmp(b))
     };
@@ -268,7 +268,7 @@ mod tests {
             let mut m = Message::new(format!("m{i}"), Role::Assistant);
             for _ in 0..next() % 4 {
                 let mut p = Part::empty(format!("p{}", next() % 25), PartKind::Text, "text");
-                p.payload_bytes = next() % 6;
+                p.set_payload_bytes(next() % 6);
                 m.parts.push(p);
             }
             s.messages.push(m);
@@ -282,8 +282,8 @@ mod tests {
         let part = |&(i, k): &(usize, usize)| &s.messages[i].parts[k];
         all.sort_by(|a, b| {
             let (pa, pb) = (part(a), part(b));
-            pb.payload_bytes
-                .cmp(&pa.payload_bytes)
+            pb.payload_bytes()
+                .cmp(&pa.payload_bytes())
                 .then(pa.id.cmp(&pb.id))
         });
         assert!(all.len() > TOP_BY_INSERTION + 2, "{} parts", all.len());

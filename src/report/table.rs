@@ -1907,8 +1907,8 @@ mod tests {
                     kind,
                     if k % 2 == 0 { "text" } else { "tool" },
                 );
-                p.payload_bytes = (i * 31 + k) as u64 * 1_000;
-                p.model_chars = (i * 17) as u64;
+                p.set_payload_bytes((i * 31 + k) as u64 * 1_000);
+                p.set_model_chars((i * 17) as u64);
                 m.parts.push(p);
             }
             s.messages.push(m);

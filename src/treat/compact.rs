@@ -266,9 +266,9 @@ pub(crate) fn strip_media(s: &Session) -> Vec<Edit> {
     let mut planned: rustc_hash::FxHashMap<(&str, &str), usize> = Default::default();
     for i in media_before_newest(s) {
         let m = &s.messages[i];
-        for p in m.parts.iter().filter(|p| !p.media.is_empty()) {
+        for p in m.parts.iter().filter(|p| !p.media().is_empty()) {
             let placeholder = p
-                .media
+                .media()
                 .iter()
                 .map(|x| {
                     format!(
@@ -358,9 +358,9 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
                 _ => continue,
             };
             let chars = match field {
-                TextField::Text => p.model_chars,
+                TextField::Text => p.model_chars(),
                 _ => p
-                    .model_chars
+                    .model_chars()
                     .saturating_sub(p.tool.as_ref().map_or(0, |t| t.output_chars)),
             };
             if chars as usize > cap {
@@ -822,11 +822,11 @@ impl Floor {
 /// Whether some step of compact's plan for `t` may edit part `p` (see
 /// [`floor_after_every_step`]).
 fn step_may_edit(p: &crate::model::Part, t: &Target) -> bool {
-    !p.media.is_empty()
+    !p.media().is_empty()
         || p.tool
             .as_ref()
             .is_some_and(|x| x.output_chars > MIN_TOOL_OUTPUT_CAP as u64)
-        || p.model_chars > t.overflow_budget().saturating_mul(4)
+        || p.model_chars() > t.overflow_budget().saturating_mul(4)
 }
 
 /// A lower bound of the next turn after any steps of compact's plan, found
@@ -859,8 +859,8 @@ pub fn floor_after_every_step(
         let (mut chars, mut bytes) = (0u64, 0u64);
         for p in &m.parts {
             if !step_may_edit(p, t) {
-                chars = chars.saturating_add(p.model_chars);
-                bytes = bytes.saturating_add(p.wire_bytes);
+                chars = chars.saturating_add(p.model_chars());
+                bytes = bytes.saturating_add(p.wire_bytes());
             }
         }
         (crate::measure::estimate_tokens(chars), bytes)
@@ -944,11 +944,11 @@ pub fn ceiling_after_strip_media(s: &Session, edits: &[Edit], overhead: u64) -> 
         };
         let mut chars = 0u64;
         for p in &m.parts {
-            let (mut c, mut b) = (p.model_chars, p.wire_bytes);
+            let (mut c, mut b) = (p.model_chars(), p.wire_bytes());
             if let Some((_, text)) = parts.iter().find(|(id, _)| **id == *p.id) {
-                let encoded: u64 = p.media.iter().map(|x| x.encoded_bytes).sum();
-                let (tc, tb) = placeholder_size(text, p.media.len());
-                let items = p.media.len().max(1) as u64;
+                let encoded: u64 = p.media().iter().map(|x| x.encoded_bytes).sum();
+                let (tc, tb) = placeholder_size(text, p.media().len());
+                let items = p.media().len().max(1) as u64;
                 c = c
                     .saturating_add(tc)
                     .saturating_add(STRIP_SLACK.0.saturating_mul(items));
@@ -1272,11 +1272,11 @@ mod tests {
         use crate::model::{sym, Agent, CompactionMarker, Message, Part};
         let mut boundary = Message::new("b", Role::Other(sym("system")));
         let mut p = Part::empty("b#0", PartKind::Compaction, "compact_boundary");
-        p.compaction = Some(Box::new(CompactionMarker {
+        p.set_compaction(Some(Box::new(CompactionMarker {
             auto: true,
             preserved: vec!["x".into(), "y".into(), "u".into()],
             ..Default::default()
-        }));
+        })));
         boundary.parts.push(p);
         let mut s = Session::new(Agent::ClaudeCode, "s", None, "x".into());
         s.messages = vec![
@@ -1291,7 +1291,7 @@ mod tests {
         assert!(unique);
         assert_eq!(dropped, vec![false; 5], "x and y are preserved by b");
         // What no kept compaction preserves is dropped, as before.
-        if let Some(c) = s.messages[3].parts[0].compaction.as_mut() {
+        if let Some(c) = s.messages[3].parts[0].compaction_mut() {
             c.preserved = vec!["u".into()];
         }
         let (dropped, _) = cut_drops(&s, None).expect("messages are visible");

@@ -645,8 +645,8 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                     format!("{} and toolUseResult", at(".content")),
                     p.tool.as_ref().map_or(0, |t| t.output_chars as usize),
                 ),
-                (TextField::ToolInput, Some(p)) => (at(".input"), p.model_chars as usize),
-                (_, Some(p)) => (at(".text"), p.model_chars as usize),
+                (TextField::ToolInput, Some(p)) => (at(".input"), p.model_chars() as usize),
+                (_, Some(p)) => (at(".text"), p.model_chars() as usize),
                 (_, None) => (at(""), 0),
             };
             fig = ChangeFigures::truncate(n as u64, *max_chars);

@@ -430,9 +430,9 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
         let f = rfig(Some(content)).unwrap_or_default();
         let mut p = part(part_id(uuid, "0"), PartKind::Text, "text");
         p.rewritten = f.marker;
-        p.model_chars = f.chars;
-        p.wire_bytes = f.bytes;
-        p.payload_bytes = text.len() as u64;
+        p.set_model_chars(f.chars);
+        p.set_wire_bytes(f.bytes);
+        p.set_payload_bytes(text.len() as u64);
         out.push(p);
         return out;
     }
@@ -452,22 +452,22 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
                 let t = b.text.str().unwrap_or_default();
                 let mut p = part(id, PartKind::Text, kind_name);
                 p.rewritten = t.marker;
-                p.model_chars = t.chars;
-                p.wire_bytes = t.bytes;
+                p.set_model_chars(t.chars);
+                p.set_wire_bytes(t.bytes);
                 p
             }
             "thinking" | "redacted_thinking" => {
                 let t = b.thinking.str().or(b.data.str()).unwrap_or_default();
                 let mut p = part(id, PartKind::Reasoning, kind_name);
-                p.model_chars = t.chars;
-                p.wire_bytes = t.bytes;
+                p.set_model_chars(t.chars);
+                p.set_wire_bytes(t.bytes);
                 p
             }
             "tool_use" | "server_tool_use" => {
                 let input = b.input.map_or("", |r| r.get());
                 let mut p = part(id, PartKind::Tool, kind_name);
-                p.model_chars = chars(input);
-                p.wire_bytes = input.len() as u64;
+                p.set_model_chars(chars(input));
+                p.set_wire_bytes(input.len() as u64);
                 p.tool = Some(Box::new(ToolCall {
                     name: sym(rstr(b.name).as_deref().unwrap_or_default()),
                     call_id: rstr(b.id).as_deref().unwrap_or_default().into(),
@@ -482,11 +482,11 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
                 let (f, media) = result_figures(b.content);
                 let mut p = part(id, PartKind::Tool, kind_name);
                 p.rewritten = f.marker;
-                p.model_chars = f.chars;
-                p.wire_bytes = f.bytes;
+                p.set_model_chars(f.chars);
+                p.set_wire_bytes(f.bytes);
                 for m in media {
-                    p.wire_bytes += m.encoded_bytes;
-                    p.media.push(m);
+                    p.set_wire_bytes(p.wire_bytes() + m.encoded_bytes);
+                    p.media_mut().push(m);
                 }
                 p.tool = Some(Box::new(ToolCall {
                     name: sym(""),
@@ -500,25 +500,25 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
                     output_cleared: false,
                 }));
                 // The structured copy of the output sits beside it in the line.
-                p.payload_bytes += std::mem::take(&mut tool_use_result);
+                p.set_payload_bytes(p.payload_bytes() + std::mem::take(&mut tool_use_result));
                 p
             }
             "image" | "document" => {
                 let mut p = part(id, PartKind::File, kind_name);
                 if let Some(m) = block_media(b.source) {
-                    p.wire_bytes = m.encoded_bytes;
-                    p.media.push(m);
+                    p.set_wire_bytes(m.encoded_bytes);
+                    p.media_mut().push(m);
                 }
                 p
             }
             other => {
                 let mut p = part(id, PartKind::Other, other);
-                p.model_chars = chars(raw);
-                p.wire_bytes = raw.len() as u64;
+                p.set_model_chars(chars(raw));
+                p.set_wire_bytes(raw.len() as u64);
                 p
             }
         };
-        p.payload_bytes += raw.len() as u64;
+        p.set_payload_bytes(p.payload_bytes() + raw.len() as u64);
         out.push(p);
     }
     out
@@ -631,9 +631,9 @@ pub(crate) fn parse_fields(
         if let Some(a) = v.attachment {
             let s = a.get();
             let mut p = part(part_id(&uuid, "attachment"), PartKind::Other, "attachment");
-            p.model_chars = chars(s);
-            p.wire_bytes = s.len() as u64;
-            p.payload_bytes = s.len() as u64;
+            p.set_model_chars(chars(s));
+            p.set_wire_bytes(s.len() as u64);
+            p.set_payload_bytes(s.len() as u64);
             p.synthetic = true;
             parts.push(p);
         }
@@ -646,14 +646,14 @@ pub(crate) fn parse_fields(
             PartKind::Compaction,
             "compact_boundary",
         );
-        p.payload_bytes = v.compact_metadata.map_or(4, |r| r.get().len() as u64);
-        p.compaction = Some(Box::new(CompactionMarker {
+        p.set_payload_bytes(v.compact_metadata.map_or(4, |r| r.get().len() as u64));
+        p.set_compaction(Some(Box::new(CompactionMarker {
             auto: rstr(meta.trigger).as_deref() == Some("auto"),
             trigger_tokens: raw_int::<u64>(meta.pre_tokens),
             post_tokens: raw_int::<u64>(meta.post_tokens),
             // Resolved against the other lines by `view::resolve_markers`.
             ..Default::default()
-        }));
+        })));
         parts.push(p);
     }
     if synthetic_reply || raw_true(v.meta) {
@@ -661,7 +661,7 @@ pub(crate) fn parse_fields(
             p.synthetic = true;
         }
     }
-    let parts_bytes: u64 = parts.iter().map(|p| p.payload_bytes).sum();
+    let parts_bytes: u64 = parts.iter().map(|p| p.payload_bytes()).sum();
     let parent_optional = sidechain
         || matches!(kind, "progress" | "attachment")
         || (kind == "system" && matches!(subtype, "compact_boundary" | "local_command"));

@@ -150,7 +150,7 @@ impl View {
         drop(preserved);
         for m in self.markers {
             for p in &mut s.messages[m.index].parts {
-                if let Some(c) = &mut p.compaction {
+                if let Some(c) = p.compaction_mut() {
                     c.preserved = m.preserved.clone();
                     c.prunes = m.prunes;
                 }

@@ -521,7 +521,7 @@ fn carry(old: &[Message], new: &mut [Message]) {
                 t.name = ot.name.clone();
                 t.status = ot.status.clone();
             }
-            if let (Some(c), Some(oc)) = (p.compaction.as_mut(), op.compaction.as_ref()) {
+            if let (Some(c), Some(oc)) = (p.compaction_mut(), op.compaction()) {
                 c.trigger_tokens = oc.trigger_tokens;
             }
         }
@@ -833,8 +833,10 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
             max_chars,
         } => {
             let chars = part.map_or(0, |p| match field {
-                TextField::ToolOutput => p.tool.as_ref().map_or(p.model_chars, |t| t.output_chars),
-                _ => p.model_chars,
+                TextField::ToolOutput => {
+                    p.tool.as_ref().map_or(p.model_chars(), |t| t.output_chars)
+                }
+                _ => p.model_chars(),
             });
             fig = ChangeFigures::truncate(chars, *max_chars);
             (

@@ -221,10 +221,9 @@ fn time_ms_of(t: &str) -> Option<i64> {
 }
 
 fn part(id: Id, _message_id: &str, kind: PartKind, kind_name: &str, bytes: u64) -> Part {
-    Part {
-        payload_bytes: bytes,
-        ..Part::empty(id, kind, kind_name)
-    }
+    let mut p = Part::empty(id, kind, kind_name);
+    p.set_payload_bytes(bytes);
+    p
 }
 
 fn message(id: &str, role: Role, line: LineRef, time: i64) -> Message {
@@ -369,8 +368,8 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
                 }
                 Some(Value::String(s)) => {
                     let mut p = part(pid(0), id, PartKind::Text, "text", s.len() as u64 + 2);
-                    p.model_chars = chars(s);
-                    p.wire_bytes = s.len() as u64;
+                    p.set_model_chars(chars(s));
+                    p.set_wire_bytes(s.len() as u64);
                     m.parts.push(p);
                 }
                 _ => {}
@@ -402,8 +401,8 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
                 _ => item.get("action").map(Value::to_string).unwrap_or_default(),
             };
             let mut p = part(pid(0), id, PartKind::Tool, ty, 0);
-            p.model_chars = chars(name) + chars(&input);
-            p.wire_bytes = (name.len() + input.len()) as u64;
+            p.set_model_chars(chars(name) + chars(&input));
+            p.set_wire_bytes((name.len() + input.len()) as u64);
             p.tool = Some(Box::new(ToolCall {
                 name: sym(name),
                 call_id: str_at(item, "call_id")
@@ -432,9 +431,9 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
                     .is_some_and(has_compact_marker),
                 None => false,
             };
-            p.model_chars = c;
-            p.wire_bytes = w;
-            p.media = media.into();
+            p.set_model_chars(c);
+            p.set_wire_bytes(w);
+            p.set_media(media.into());
             p.tool = Some(Box::new(ToolCall {
                 name: sym(""),
                 call_id: str_at(item, "call_id").unwrap_or("").into(),
@@ -449,8 +448,8 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             let t = [texts(item.get("summary")), texts(item.get("content"))].join("");
             let enc = str_at(item, "encrypted_content").map_or(0, str::len) as u64;
             let mut p = part(pid(0), id, PartKind::Reasoning, ty, 0);
-            p.model_chars = chars(&t);
-            p.wire_bytes = t.len() as u64 + enc;
+            p.set_model_chars(chars(&t));
+            p.set_wire_bytes(t.len() as u64 + enc);
             m.parts.push(p);
         }
         "compaction" | "compaction_summary" => {
@@ -459,7 +458,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             m = message(id, Role::Assistant, line, time);
             m.summary = true;
             let mut p = part(pid(0), id, PartKind::Other, ty, 0);
-            p.wire_bytes = str_at(item, "encrypted_content").map_or(0, str::len) as u64;
+            p.set_wire_bytes(str_at(item, "encrypted_content").map_or(0, str::len) as u64);
             m.parts.push(p);
         }
         "ghost_snapshot" => {
@@ -477,8 +476,8 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             // Sent back as it is stored: counted whole (an over-estimate).
             let n = json_len(item);
             let mut p = part(pid(0), id, PartKind::Other, other, 0);
-            p.model_chars = n;
-            p.wire_bytes = n;
+            p.set_model_chars(n);
+            p.set_wire_bytes(n);
             m.parts.push(p);
         }
     }
@@ -492,10 +491,10 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
 fn finish_item(m: &mut Message, time: i64, total: u64) {
     m.time_completed = Some(time).into();
     m.parts.shrink_to_fit();
-    if m.parts.len() == 1 && m.parts[0].payload_bytes == 0 {
-        m.parts[0].payload_bytes = total;
+    if m.parts.len() == 1 && m.parts[0].payload_bytes() == 0 {
+        m.parts[0].set_payload_bytes(total);
     }
-    let parts: u64 = m.parts.iter().map(|p| p.payload_bytes).sum();
+    let parts: u64 = m.parts.iter().map(|p| p.payload_bytes()).sum();
     m.info_bytes = total.saturating_sub(parts);
 }
 
@@ -532,18 +531,18 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
                 text.len() as u64 + 2,
             );
             if rh.is_none() {
-                c.model_chars = chars(text);
-                c.wire_bytes = text.len() as u64;
+                c.set_model_chars(chars(text));
+                c.set_wire_bytes(text.len() as u64);
             }
-            c.compaction = Some(Box::new(CompactionMarker {
+            c.set_compaction(Some(Box::new(CompactionMarker {
                 // Codex stores no manual/auto distinction: treated as automatic.
                 auto: true,
                 ..Default::default()
-            }));
+            })));
             m.info_bytes = line
                 .bytes
                 .saturating_sub(rh_bytes)
-                .saturating_sub(c.payload_bytes);
+                .saturating_sub(c.payload_bytes());
             m.parts.push(c);
             out.push(m);
             Some(out)
@@ -1204,20 +1203,20 @@ fn item_part(c: &ContentItem<'_>, id: Id, message_id: &str) -> Part {
             let t = c.text.as_deref().or(c.refusal.as_deref()).unwrap_or("");
             let mut p = part(id, message_id, PartKind::Text, ty, c.len);
             p.rewritten = has_compact_marker(t);
-            p.model_chars = chars(t);
-            p.wire_bytes = t.len() as u64;
+            p.set_model_chars(chars(t));
+            p.set_wire_bytes(t.len() as u64);
             p
         }
         "input_image" | "image" => {
             let url = c.url.as_deref().unwrap_or("");
             let mut p = part(id, message_id, PartKind::File, ty, c.len);
-            p.wire_bytes = url.len() as u64;
-            p.media.extend(parse_data_url(url, None));
+            p.set_wire_bytes(url.len() as u64);
+            p.media_mut().extend(parse_data_url(url, None));
             p
         }
         other => {
             let mut p = part(id, message_id, PartKind::Other, other, c.len);
-            p.wire_bytes = c.len;
+            p.set_wire_bytes(c.len);
             p
         }
     }
@@ -1281,8 +1280,8 @@ fn typed_item_message(
                 }
                 Some(MessageContent::Text(s)) => {
                     let mut p = part(pid(0), id, PartKind::Text, "text", s.len() as u64 + 2);
-                    p.model_chars = chars(s);
-                    p.wire_bytes = s.len() as u64;
+                    p.set_model_chars(chars(s));
+                    p.set_wire_bytes(s.len() as u64);
                     m.parts.push(p);
                 }
                 Some(MessageContent::None) | None => {}
@@ -1299,8 +1298,8 @@ fn typed_item_message(
             .str()
             .unwrap_or_default();
             let mut p = part(pid(0), id, PartKind::Tool, ty, 0);
-            p.model_chars = chars(name) + input.chars;
-            p.wire_bytes = name.len() as u64 + input.bytes;
+            p.set_model_chars(chars(name) + input.chars);
+            p.set_wire_bytes(name.len() as u64 + input.bytes);
             let call_id = match raw_str(item.call_id)? {
                 Some(c) => Some(c),
                 None => raw_str(item.id)?,
@@ -1319,8 +1318,8 @@ fn typed_item_message(
             let (s, c) = (item.summary.figures(), item.content.figures());
             let enc = item.encrypted_content.str().map_or(0, |e| e.bytes);
             let mut p = part(pid(0), id, PartKind::Reasoning, ty, 0);
-            p.model_chars = s.chars + c.chars;
-            p.wire_bytes = s.bytes + c.bytes + enc;
+            p.set_model_chars(s.chars + c.chars);
+            p.set_wire_bytes(s.bytes + c.bytes + enc);
             m.parts.push(p);
         }
         _ => {
@@ -1332,8 +1331,8 @@ fn typed_item_message(
             m = message(id, Role::Other(sym("tool")), line, time);
             let mut p = part(pid(0), id, PartKind::Tool, ty, 0);
             p.rewritten = out.marker;
-            p.model_chars = out.chars;
-            p.wire_bytes = out.bytes;
+            p.set_model_chars(out.chars);
+            p.set_wire_bytes(out.bytes);
             let call_id = raw_str(item.call_id)?;
             p.tool = Some(Box::new(ToolCall {
                 name: sym(""),
@@ -1635,7 +1634,7 @@ impl Loader {
         for mut m in msgs {
             let is_marker = m.compaction().is_some();
             if is_marker {
-                if let Some(c) = m.parts[0].compaction.as_mut() {
+                if let Some(c) = m.parts[0].compaction_mut() {
                     c.trigger_tokens = trigger;
                 }
             }

@@ -202,7 +202,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 ),
                 n => format!("message_json.multi_content[{}]", n.trim_start_matches("mc")),
             };
-            let chars = part.map_or(0, |p| p.model_chars);
+            let chars = part.map_or(0, |p| p.model_chars());
             fig = ChangeFigures::truncate(chars, *max_chars);
             (
                 field,

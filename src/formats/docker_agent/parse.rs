@@ -306,9 +306,9 @@ pub fn part_id(id: &str, name: &str) -> String {
 
 fn part(id: &str, name: &str, kind: PartKind, kind_name: &str, wire: u64, chars_: u64) -> Part {
     let mut p = Part::empty(part_id(id, name), kind, kind_name);
-    p.wire_bytes = wire;
-    p.payload_bytes = wire;
-    p.model_chars = chars_;
+    p.set_wire_bytes(wire);
+    p.set_payload_bytes(wire);
+    p.set_model_chars(chars_);
     p
 }
 
@@ -515,7 +515,7 @@ pub fn message_item(
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let mut x = part(id, &name, PartKind::File, "image_url", url.len() as u64, 0);
-                x.media.extend(parse_data_url(url, None));
+                x.media_mut().extend(parse_data_url(url, None));
                 parts.push(x);
             }
             "document" => {
@@ -532,7 +532,7 @@ pub fn message_item(
                     chars(text),
                 );
                 if !data.is_empty() {
-                    x.media.push(media_from_base64(
+                    x.media_mut().push(media_from_base64(
                         str_at(doc, "mime_type").unwrap_or(""),
                         data,
                         str_at(doc, "name"),
@@ -606,10 +606,10 @@ pub fn message_item(
         parts.iter_mut().for_each(|p| p.rewritten = true);
     }
     // The JSON around the content goes with the first part.
-    let counted: u64 = parts.iter().map(|p| p.wire_bytes).sum();
+    let counted: u64 = parts.iter().map(|p| p.wire_bytes()).sum();
     if let Some(first) = parts.first_mut() {
-        first.wire_bytes += bytes.saturating_sub(counted);
-        first.payload_bytes = first.wire_bytes;
+        first.set_wire_bytes(first.wire_bytes() + bytes.saturating_sub(counted));
+        first.set_payload_bytes(first.wire_bytes());
     }
     let implicit = item.implicit || v.get("implicit").and_then(Value::as_bool) == Some(true);
     if implicit {
@@ -696,19 +696,19 @@ pub fn summary_item(item: &RawItem, time: i64) -> std::result::Result<(Message, 
             sent as u64,
             chars(SUMMARY_PREFIX) + chars(text),
         );
-        p.payload_bytes = text.len() as u64;
+        p.set_payload_bytes(text.len() as u64);
         p.synthetic = doctor;
         // session-doctor's own compaction: the counts reported before it
         // are about the history it cut (`check` on the copy calibrates on
         // the first turn, as compact planned it).
         p.rewritten = doctor;
-        p.compaction = Some(Box::new(CompactionMarker {
+        p.set_compaction(Some(Box::new(CompactionMarker {
             // docker-agent stores no manual/automatic distinction; the
             // summaries session-doctor writes are manual.
             auto: !doctor,
             prunes: true,
             ..Default::default()
-        }));
+        })));
         m.parts.push(p);
     } else {
         m.info_bytes += text.len() as u64;

@@ -273,7 +273,7 @@ pub fn finish(s: &mut Session, facts: &[Facts]) {
         if let Some(c) = s.messages[mi]
             .parts
             .first_mut()
-            .and_then(|p| p.compaction.as_mut())
+            .and_then(|p| p.compaction_mut())
         {
             c.trigger_tokens = trigger;
             c.tail_start_id = tail;
@@ -355,7 +355,7 @@ fn view(s: &mut Session, items: &[&Facts]) -> Vec<usize> {
     flush(&mut pending, &mut answered, &mut inject);
     for (m, p) in inject {
         if let Some(part) = s.messages[m].parts.get_mut(p) {
-            part.wire_bytes += NO_RESULT.len() as u64;
+            part.set_wire_bytes(part.wire_bytes() + NO_RESULT.len() as u64);
         }
     }
     out

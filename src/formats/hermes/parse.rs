@@ -557,11 +557,11 @@ pub fn ms(t: f64) -> i64 {
 pub fn rotation_marker(ended: &SessRow, child: &SessRow) -> Message {
     let id = ids::rotation(&ended.id);
     let mut p = Part::empty(id.clone(), PartKind::Compaction, "compression");
-    p.compaction = Some(Box::new(CompactionMarker {
+    p.set_compaction(Some(Box::new(CompactionMarker {
         auto: true,
         trigger_tokens: Some(ended.segment_prompt()),
         ..Default::default()
-    }));
+    })));
     marker_message(id, ms(ended.ended_at.unwrap_or(child.started_at)), p)
 }
 
@@ -570,11 +570,11 @@ pub fn rotation_marker(ended: &SessRow, child: &SessRow) -> Message {
 pub fn in_place_marker(sid: &str, first_row: &str, time: i64) -> Message {
     let id = ids::in_place(sid, first_row);
     let mut p = Part::empty(id.clone(), PartKind::Compaction, "compression");
-    p.compaction = Some(Box::new(CompactionMarker {
+    p.set_compaction(Some(Box::new(CompactionMarker {
         auto: true,
         unjudged: true,
         ..Default::default()
-    }));
+    })));
     marker_message(id, time, p)
 }
 
@@ -582,7 +582,7 @@ fn marker_message(id: String, time: i64, p: Part) -> Message {
     Message {
         parent_optional: true,
         time_created: time,
-        parts: thin_vec::thin_vec![p],
+        parts: std::iter::once(p).collect(),
         ..Message::new(id, Role::Other(sym("compression")))
     }
 }
@@ -882,9 +882,9 @@ pub fn parse_row(
                 ));
             } else if !t.is_empty() {
                 let mut p = Part::empty(ids::part(&id, 0), PartKind::Text, "text");
-                p.model_chars = chars(t);
-                p.wire_bytes = t.len() as u64;
-                p.payload_bytes = stored;
+                p.set_model_chars(chars(t));
+                p.set_wire_bytes(t.len() as u64);
+                p.set_payload_bytes(stored);
                 parts.push(p);
             }
         }
@@ -898,8 +898,8 @@ pub fn parse_row(
                 let mut p = if is_image(item) {
                     let (m, wire) = image_media(item);
                     let mut p = Part::empty(pid, PartKind::File, ty);
-                    p.wire_bytes = wire;
-                    p.media.extend(m);
+                    p.set_wire_bytes(wire);
+                    p.media_mut().extend(m);
                     p
                 } else if let Some(t) = item
                     .get("text")
@@ -913,17 +913,17 @@ pub fn parse_row(
                     }
                     let mut p =
                         Part::empty(pid, PartKind::Text, if ty.is_empty() { "text" } else { ty });
-                    p.model_chars = chars(t);
-                    p.wire_bytes = t.len() as u64;
+                    p.set_model_chars(chars(t));
+                    p.set_wire_bytes(t.len() as u64);
                     p
                 } else {
                     let j = item.to_string();
                     let mut p = Part::empty(pid, PartKind::Other, ty);
-                    p.model_chars = chars(&j);
-                    p.wire_bytes = j.len() as u64;
+                    p.set_model_chars(chars(&j));
+                    p.set_wire_bytes(j.len() as u64);
                     p
                 };
-                p.payload_bytes = stored;
+                p.set_payload_bytes(stored);
                 parts.push(p);
             }
             if tool_row {
@@ -937,13 +937,13 @@ pub fn parse_row(
     if let Some(api) = row.api_content.as_deref().filter(|a| !a.is_empty()) {
         // Sent instead of `content` (docs/formats/hermes.md section 5).
         for p in parts.iter_mut() {
-            p.model_chars = 0;
-            p.wire_bytes = 0;
+            p.set_model_chars(0);
+            p.set_wire_bytes(0);
         }
         let mut p = Part::empty(ids::api_part(&id), PartKind::Text, "api_content");
-        p.model_chars = chars(api);
-        p.wire_bytes = api.len() as u64;
-        p.payload_bytes = api.len() as u64;
+        p.set_model_chars(chars(api));
+        p.set_wire_bytes(api.len() as u64);
+        p.set_payload_bytes(api.len() as u64);
         parts.push(p);
     }
     if let Some(tc) = row.tool_calls.as_deref() {
@@ -967,9 +967,9 @@ pub fn parse_row(
                         .or_else(|| c.get("id").and_then(Value::as_str))
                         .unwrap_or("");
                     let mut p = Part::empty(ids::call_part(&id, k), PartKind::Tool, "tool_call");
-                    p.model_chars = chars(name) + chars(&args);
-                    p.wire_bytes = (name.len() + args.len()) as u64;
-                    p.payload_bytes = super::edit::py_json(c).len() as u64;
+                    p.set_model_chars(chars(name) + chars(&args));
+                    p.set_wire_bytes((name.len() + args.len()) as u64);
+                    p.set_payload_bytes(super::edit::py_json(c).len() as u64);
                     p.tool = Some(Box::new(ToolCall {
                         name: sym(name),
                         call_id: call_id.into(),
@@ -996,9 +996,9 @@ pub fn parse_row(
         + row.api_content.as_deref().map_or(0, |c| c.len() as u64)
         + row.tool_calls.as_deref().map_or(0, |c| c.len() as u64)
         + row.other_bytes;
-    let in_parts: u64 = parts.iter().map(|p| p.payload_bytes).sum();
-    for p in parts.iter_mut().filter(|p| p.payload_bytes > stored) {
-        p.payload_bytes = stored;
+    let in_parts: u64 = parts.iter().map(|p| p.payload_bytes()).sum();
+    for p in parts.iter_mut().filter(|p| p.payload_bytes() > stored) {
+        p.set_payload_bytes(stored);
     }
     // Text `session-doctor compact` wrote where it cut or stripped something.
     if row
@@ -1036,9 +1036,9 @@ pub fn parse_row(
 
 fn tool_result(id: String, row: &RowData, model_chars: u64, wire: u64, stored: u64) -> Part {
     let mut p = Part::empty(id, PartKind::Tool, "tool_result");
-    p.model_chars = model_chars;
-    p.wire_bytes = wire;
-    p.payload_bytes = stored;
+    p.set_model_chars(model_chars);
+    p.set_wire_bytes(wire);
+    p.set_payload_bytes(stored);
     p.tool = Some(Box::new(ToolCall {
         name: sym(row.tool_name.as_deref().unwrap_or_default()),
         call_id: row.tool_call_id.as_deref().unwrap_or_default().into(),

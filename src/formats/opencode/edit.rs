@@ -260,7 +260,7 @@ pub fn apply_after(
                         .parts
                         .iter()
                         .find(|p| *p.id == *pid)
-                        .is_some_and(|p| p.raw.is_none())
+                        .is_some_and(|p| p.raw().is_none())
                 })
         })
         .collect();
@@ -328,7 +328,7 @@ pub fn apply_after(
                     history.entry(&**part_id).or_default().push(&e.change);
                     continue;
                 }
-                let raw = match &p.raw {
+                let raw = match p.raw() {
                     Some(r) => serde_json::from_str(r)
                         .map_err(|err| anyhow!("part {part_id}: added JSON: {err}"))?,
                     None => {
@@ -339,9 +339,9 @@ pub fn apply_after(
                 };
                 let past = history.entry(&**part_id).or_default();
                 past.push(&e.change);
-                let added = p.raw.take();
+                let added = p.raw().cloned();
                 *p = edited_part(&p.id, raw, past, layout)?;
-                p.raw = added;
+                p.set_raw(added);
             }
             Change::DropMessage => {
                 dropped.insert(m.id.clone());
@@ -356,7 +356,7 @@ pub fn apply_after(
                 let raw = note_part(layout, &sid, &m.id, &pid, text);
                 let text = layout.serialize(&raw);
                 let mut p = parse_part(&pid, raw, text.len() as u64).map_err(|err| anyhow!(err))?;
-                p.raw = Some(Box::new(text));
+                p.set_raw(Some(text));
                 m.parts.insert(0, p);
             }
             Change::Session(_) => {
@@ -465,7 +465,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
             let output = part
                 .and_then(|p| p.tool.as_ref())
                 .map_or(0, |t| t.output_chars);
-            let total = part.map_or(0, |p| p.model_chars);
+            let total = part.map_or(0, |p| p.model_chars());
             let (name, chars) = match field {
                 TextField::Text => ("text", total),
                 TextField::ToolOutput => ("state.output", output),
@@ -606,9 +606,9 @@ mod apply_tests {
         });
         let stripped =
             apply_after(s.clone(), &[], std::slice::from_ref(&strip), layout, &rows).unwrap();
-        assert!(stripped.messages[0].parts[0].media.is_empty());
+        assert!(stripped.messages[0].parts[0].media().is_empty());
         assert!(
-            stripped.messages[0].parts[0].raw.is_none(),
+            stripped.messages[0].parts[0].raw().is_none(),
             "no edited JSON kept"
         );
         let both_steps = apply_after(
@@ -626,12 +626,12 @@ mod apply_tests {
             &one_call.messages[0].parts[0],
             &only_cut.messages[0].parts[0],
         );
-        assert_eq!(a.payload_bytes, b.payload_bytes);
-        assert_eq!(a.model_chars, b.model_chars);
-        assert!(a.media.is_empty());
-        assert!(a.payload_bytes < 5_000, "{} bytes", a.payload_bytes);
+        assert_eq!(a.payload_bytes(), b.payload_bytes());
+        assert_eq!(a.model_chars(), b.model_chars());
+        assert!(a.media().is_empty());
+        assert!(a.payload_bytes() < 5_000, "{} bytes", a.payload_bytes());
         // Without the earlier edit, the image would still be there.
-        assert_eq!(c.media.len(), 1);
-        assert!(c.payload_bytes > 40_000);
+        assert_eq!(c.media().len(), 1);
+        assert!(c.payload_bytes() > 40_000);
     }
 }

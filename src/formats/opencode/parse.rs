@@ -208,7 +208,7 @@ impl<'a> MessageInfo<'a> {
             usage: self.usage.boxed(),
             model: self.model.map(|m| sym(&m)),
             info_bytes,
-            parts: thin_vec::ThinVec::new(),
+            parts: crate::model::Parts::new(),
         })
     }
 }
@@ -480,20 +480,17 @@ impl<'a> PartInfo<'a> {
             }
             _ => {}
         }
-        Ok(Part {
-            id: id.into(),
-            kind,
-            kind_name,
-            payload_bytes,
-            model_chars,
-            wire_bytes,
-            synthetic: self.synthetic,
-            rewritten,
-            media: media.into(),
-            tool,
-            compaction,
-            raw: None,
-        })
+        let mut p = Part::empty(id, kind, "");
+        p.kind_name = kind_name;
+        p.synthetic = self.synthetic;
+        p.rewritten = rewritten;
+        p.tool = tool;
+        p.set_payload_bytes(payload_bytes);
+        p.set_model_chars(model_chars);
+        p.set_wire_bytes(wire_bytes);
+        p.set_media(media.into());
+        p.set_compaction(compaction);
+        Ok(p)
     }
 }
 
