@@ -130,7 +130,7 @@ fn opencode_session(
         }
     }
     s.messages
-        .sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
+        .sort_by(|a, b| (a.time_created(), &a.id).cmp(&(b.time_created(), &b.id)));
     s.visible = crate::formats::opencode::visible_view(&s.messages);
     s
 }

@@ -161,12 +161,20 @@ pub fn response_key(message_id: &str, request_id: &str) -> std::num::NonZeroU64 
 }
 
 /// Author of a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Role {
     User,
     Assistant,
     /// Any other stored role, kept verbatim.
     Other(Sym),
+}
+
+/// `m.role() == Role::User`: a message's role ([`Message::role`]) is a
+/// reference.
+impl PartialEq<Role> for &Role {
+    fn eq(&self, o: &Role) -> bool {
+        **self == *o
+    }
 }
 
 impl Role {
@@ -637,9 +645,12 @@ impl Part {
     }
 }
 
-/// One stored message.
+/// The fields of a [`Message`], to build one ([`Message::from`]) or take
+/// one apart ([`Message::into_fields`]): a loader fills these in, and the
+/// message packs them (one pointer for role, model and finish, 32-bit sizes,
+/// what few messages set boxed apart).
 #[derive(Debug, Clone)]
-pub struct Message {
+pub struct MessageFields {
     pub id: Id,
     pub role: Role,
     /// The stored parent's id: a `Box<str>` (16 bytes, where an
@@ -680,13 +691,203 @@ pub struct Message {
     pub model: Option<Sym>,
     /// Bytes stored for the message row or file itself, parts excluded.
     pub info_bytes: u64,
-    /// The message's parts in stored order ([`Parts`]: one held inline).
+    /// The message's parts in stored order.
     pub parts: Parts,
     /// What few messages store ([`Rare`]): `None` when the message has none
     /// of it, so a huge session pays 8 bytes a message for these fields, not
     /// 40. Read through [`Message::logical_parent_id`], [`Message::error`]
     /// and [`Message::raw`]; set through [`Message::rare_mut`].
     pub rare: Option<Box<Rare>>,
+}
+
+/// One stored message. 128 bytes with one part (1.15 million in the 1 GB
+/// rollout of benches/, where a message with its part took 264): role,
+/// model and finish reason share one interned pointer ([`Class`]), sizes
+/// are held in 32 bits (a size of 4 GiB or more is kept whole apart), and
+/// what few messages set (a parent, a response id, a completion time other
+/// than the creation time, an error) is boxed apart. Fields are read and
+/// set through methods named after them; [`MessageFields`] builds one.
+#[derive(Clone)]
+pub struct Message {
+    pub id: Id,
+    /// The message's parts in stored order ([`Parts`]: one held inline).
+    pub parts: Parts,
+    /// Role, model and finish reason ([`Message::role`], [`Message::model`],
+    /// [`Message::finish`]).
+    class: Class,
+    /// [`Message::time_created`].
+    time_created: i64,
+    /// [`LineRef::offset`] of [`Message::line`].
+    line_offset: u64,
+    /// [`LineRef::line`], 0 for none.
+    line_number: u32,
+    /// [`LineRef::bytes`]: `u32::MAX` when kept in [`MessageExt::big`].
+    line_bytes: u32,
+    /// [`Message::info_bytes`]: `u32::MAX` when kept in [`MessageExt::big`].
+    info_bytes: u32,
+    /// [`LineRef::file`]: `u16::MAX` when kept in [`MessageExt::big`].
+    line_file: u16,
+    /// [`Message::sidechain`], [`Message::parent_optional`],
+    /// [`Message::summary`], and whether the completion time is the
+    /// creation time.
+    flags: u8,
+    /// The usage stored on the message ([`Message::usage`]): `None` when
+    /// it is all zero (most messages of a huge session), so a message pays
+    /// 8 bytes for it, not 56. Set through [`Message::set_usage`].
+    pub usage: Option<Box<Usage>>,
+    /// What few messages set ([`MessageExt`]).
+    ext: Option<Box<MessageExt>>,
+}
+
+const SIDECHAIN: u8 = 1;
+const PARENT_OPTIONAL: u8 = 2;
+const SUMMARY: u8 = 4;
+/// The completion time is the creation time (no [`MessageExt::time_completed`]).
+const COMPLETED_AT_CREATION: u8 = 8;
+
+/// The fields of a [`Message`] few messages set.
+#[derive(Debug, Clone, Default)]
+struct MessageExt {
+    parent_id: Option<Box<str>>,
+    response_id: Option<std::num::NonZeroU64>,
+    /// A completion time other than the creation time.
+    time_completed: OptMillis,
+    rare: Option<Box<Rare>>,
+    /// Line bytes, info bytes and file index too large for their fields.
+    big: [u64; 3],
+}
+
+impl Default for OptMillis {
+    fn default() -> OptMillis {
+        OptMillis::NONE
+    }
+}
+
+/// Role, model and finish reason of a message, interned: one pointer per
+/// message for the three (a huge session repeats a few combinations).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct ClassData {
+    role: Role,
+    model: Option<Sym>,
+    finish: Option<Sym>,
+}
+
+/// A shared [`ClassData`] ([`Class::of`]).
+#[derive(Clone)]
+struct Class(std::sync::Arc<ClassData>);
+
+impl Class {
+    /// The shared class of `d`. Each thread keeps up to 4,096 distinct
+    /// classes (a session has a handful: roles times models times finish
+    /// reasons); past that, classes are simply allocated.
+    fn of(d: ClassData) -> Class {
+        thread_local! {
+            static CLASSES: std::cell::RefCell<rustc_hash::FxHashMap<ClassData, Class>> =
+                Default::default();
+        }
+        CLASSES.with(|m| {
+            let mut m = m.borrow_mut();
+            if let Some(c) = m.get(&d) {
+                return c.clone();
+            }
+            let c = Class(std::sync::Arc::new(d.clone()));
+            if m.len() < 4096 {
+                m.insert(d, c.clone());
+            }
+            c
+        })
+    }
+
+    fn with(&self, f: impl FnOnce(&mut ClassData)) -> Class {
+        let mut d = (*self.0).clone();
+        f(&mut d);
+        if d == *self.0 {
+            return self.clone();
+        }
+        Class::of(d)
+    }
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Message")
+            .field("id", &self.id)
+            .field("role", self.role())
+            .field("parent_id", &self.parent_id())
+            .field("line", &self.line())
+            .field("sidechain", &self.sidechain())
+            .field("parent_optional", &self.parent_optional())
+            .field("response_id", &self.response_id())
+            .field("time_created", &self.time_created)
+            .field("time_completed", &self.time_completed())
+            .field("summary", &self.summary())
+            .field("finish", &self.finish())
+            .field("usage", &self.usage)
+            .field("model", &self.model())
+            .field("info_bytes", &self.info_bytes())
+            .field("parts", &self.parts)
+            .field("rare", &self.ext.as_ref().and_then(|e| e.rare.as_ref()))
+            .finish()
+    }
+}
+
+impl From<MessageFields> for Message {
+    fn from(f: MessageFields) -> Message {
+        let mut m = Message {
+            id: f.id,
+            parts: f.parts,
+            class: Class::of(ClassData {
+                role: f.role,
+                model: f.model,
+                finish: f.finish,
+            }),
+            time_created: f.time_created,
+            line_offset: 0,
+            line_number: 0,
+            line_bytes: 0,
+            info_bytes: 0,
+            line_file: 0,
+            flags: 0,
+            usage: f.usage,
+            ext: None,
+        };
+        m.set_line(f.line);
+        m.set_info_bytes(f.info_bytes);
+        m.set_sidechain(f.sidechain);
+        m.set_parent_optional(f.parent_optional);
+        m.set_summary(f.summary);
+        m.set_time_completed(f.time_completed);
+        m.set_parent_id(f.parent_id);
+        m.set_response_id(f.response_id);
+        if f.rare.is_some() {
+            m.ext_mut().rare = f.rare;
+        }
+        m
+    }
+}
+
+impl MessageFields {
+    /// The fields of a message `id` of `role` with nothing else (see [`Message::new`]).
+    pub fn new(id: impl Into<Id>, role: Role) -> MessageFields {
+        MessageFields {
+            id: id.into(),
+            role,
+            parent_id: None,
+            line: None,
+            sidechain: false,
+            parent_optional: false,
+            response_id: None,
+            time_created: 0,
+            time_completed: OptMillis::NONE,
+            summary: false,
+            finish: None,
+            usage: None,
+            model: None,
+            info_bytes: 0,
+            parts: Parts::new(),
+            rare: None,
+        }
+    }
 }
 
 /// The fields of a [`Message`] that few messages set.
@@ -790,24 +991,266 @@ impl Message {
     /// usage or model; every flag false; times and sizes 0. Loaders fill in
     /// what their format stores.
     pub fn new(id: impl Into<Id>, role: Role) -> Message {
-        Message {
-            id: id.into(),
+        Message::from(MessageFields::new(id, role))
+    }
+
+    /// The message's fields, as [`MessageFields`] gives them.
+    pub fn into_fields(self) -> MessageFields {
+        let line = self.line();
+        let info_bytes = self.info_bytes();
+        let time_completed = self.time_completed();
+        let (sidechain, parent_optional, summary) =
+            (self.sidechain(), self.parent_optional(), self.summary());
+        let ClassData {
             role,
-            parent_id: None,
-            line: None,
-            sidechain: false,
-            parent_optional: false,
-            response_id: None,
-            time_created: 0,
-            time_completed: OptMillis::NONE,
-            summary: false,
-            finish: None,
-            usage: None,
-            model: None,
-            info_bytes: 0,
-            parts: Parts::new(),
-            rare: None,
+            model,
+            finish,
+        } = (*self.class.0).clone();
+        let ext = self.ext.map(|e| *e).unwrap_or_default();
+        MessageFields {
+            id: self.id,
+            role,
+            parent_id: ext.parent_id,
+            line,
+            sidechain,
+            parent_optional,
+            response_id: ext.response_id,
+            time_created: self.time_created,
+            time_completed,
+            summary,
+            finish,
+            usage: self.usage,
+            model,
+            info_bytes,
+            parts: self.parts,
+            rare: ext.rare,
         }
+    }
+
+    fn ext_mut(&mut self) -> &mut MessageExt {
+        self.ext.get_or_insert_with(Default::default)
+    }
+
+    /// Frees the box of rare fields once none is set.
+    fn trim_ext(&mut self) {
+        let empty = self.ext.as_ref().is_some_and(|e| {
+            e.parent_id.is_none()
+                && e.response_id.is_none()
+                && e.time_completed.is_none()
+                && e.rare.is_none()
+                && e.big == [0; 3]
+        });
+        if empty {
+            self.ext = None;
+        }
+    }
+
+    fn flag(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+
+    fn set_flag(&mut self, f: u8, on: bool) {
+        if on {
+            self.flags |= f;
+        } else {
+            self.flags &= !f;
+        }
+    }
+
+    /// Author of the message.
+    pub fn role(&self) -> &Role {
+        &self.class.0.role
+    }
+
+    pub fn set_role(&mut self, role: Role) {
+        self.class = self.class.with(|d| d.role = role);
+    }
+
+    /// `provider/model` this message was sent to or written for.
+    pub fn model(&self) -> Option<&str> {
+        self.class.0.model.as_deref()
+    }
+
+    /// [`Message::model`] as its shared [`Sym`].
+    pub fn model_sym(&self) -> Option<&Sym> {
+        self.class.0.model.as_ref()
+    }
+
+    pub fn set_model(&mut self, model: Option<Sym>) {
+        self.class = self.class.with(|d| d.model = model);
+    }
+
+    /// Finish reason as stored (`stop`, `tool-calls`, ...), if any.
+    pub fn finish(&self) -> Option<&str> {
+        self.class.0.finish.as_deref()
+    }
+
+    /// [`Message::finish`] as its shared [`Sym`].
+    pub fn finish_sym(&self) -> Option<&Sym> {
+        self.class.0.finish.as_ref()
+    }
+
+    pub fn set_finish(&mut self, finish: Option<Sym>) {
+        self.class = self.class.with(|d| d.finish = finish);
+    }
+
+    /// The stored parent's id.
+    pub fn parent_id(&self) -> Option<&str> {
+        self.ext.as_ref()?.parent_id.as_deref()
+    }
+
+    pub fn set_parent_id(&mut self, parent: Option<Box<str>>) {
+        if parent.is_none() && self.ext.is_none() {
+            return;
+        }
+        self.ext_mut().parent_id = parent;
+        self.trim_ext();
+    }
+
+    /// The line of a line-oriented store, `None` for rows and files. Several
+    /// messages may share a line (Codex: the items of a `compacted` line's
+    /// `replacement_history`).
+    pub fn line(&self) -> Option<LineRef> {
+        let line = std::num::NonZeroU32::new(self.line_number)?;
+        let big = |k: usize| self.ext.as_ref().map_or(0, |e| e.big[k]);
+        Some(LineRef {
+            file: if self.line_file == u16::MAX {
+                u32::try_from(big(2)).unwrap_or(u32::MAX)
+            } else {
+                u32::from(self.line_file)
+            },
+            line,
+            offset: self.line_offset,
+            bytes: if self.line_bytes == u32::MAX {
+                big(0)
+            } else {
+                u64::from(self.line_bytes)
+            },
+        })
+    }
+
+    pub fn set_line(&mut self, line: Option<LineRef>) {
+        let Some(l) = line else {
+            self.line_number = 0;
+            return;
+        };
+        self.line_number = l.line.get();
+        self.line_offset = l.offset;
+        let (bytes, big) = held(l.bytes);
+        self.line_bytes = bytes;
+        if big {
+            self.ext_mut().big[0] = l.bytes;
+        }
+        match u16::try_from(l.file) {
+            Ok(f) if f < u16::MAX => self.line_file = f,
+            _ => {
+                self.line_file = u16::MAX;
+                self.ext_mut().big[2] = u64::from(l.file);
+            }
+        }
+    }
+
+    /// Bytes stored for the message row or file itself, parts excluded.
+    pub fn info_bytes(&self) -> u64 {
+        if self.info_bytes < u32::MAX {
+            return u64::from(self.info_bytes);
+        }
+        self.ext.as_ref().map_or(u64::from(u32::MAX), |e| e.big[1])
+    }
+
+    pub fn set_info_bytes(&mut self, v: u64) {
+        let (x, big) = held(v);
+        self.info_bytes = x;
+        if big {
+            self.ext_mut().big[1] = v;
+        }
+    }
+
+    /// A side conversation stored with the session (a sub-agent transcript):
+    /// never part of the main history the model sees.
+    pub fn sidechain(&self) -> bool {
+        self.flag(SIDECHAIN)
+    }
+
+    pub fn set_sidechain(&mut self, on: bool) {
+        self.set_flag(SIDECHAIN, on);
+    }
+
+    /// The agent writes this kind of message with parents it does not keep
+    /// (Claude Code progress and attachment lines, compaction roots,
+    /// sidechains, the first line of a resumed session): a missing parent is
+    /// expected.
+    pub fn parent_optional(&self) -> bool {
+        self.flag(PARENT_OPTIONAL)
+    }
+
+    pub fn set_parent_optional(&mut self, on: bool) {
+        self.set_flag(PARENT_OPTIONAL, on);
+    }
+
+    /// Message that holds a compaction summary (opencode: the summary
+    /// assistant; Claude Code: the `isCompactSummary` user line).
+    pub fn summary(&self) -> bool {
+        self.flag(SUMMARY)
+    }
+
+    pub fn set_summary(&mut self, on: bool) {
+        self.set_flag(SUMMARY, on);
+    }
+
+    /// Provider response this message belongs to, when one response is
+    /// stored over several messages that repeat its usage (Claude Code
+    /// writes one line per content block, all with the same `message.id`
+    /// and `requestId`): the 64-bit key of the response's ids
+    /// ([`response_key`]). [`Session::tokens_total`] counts each response once.
+    pub fn response_id(&self) -> Option<std::num::NonZeroU64> {
+        self.ext.as_ref()?.response_id
+    }
+
+    pub fn set_response_id(&mut self, r: Option<std::num::NonZeroU64>) {
+        if r.is_none() && self.ext.is_none() {
+            return;
+        }
+        self.ext_mut().response_id = r;
+        self.trim_ext();
+    }
+
+    /// Completion time (ms) when stored ([`OptMillis::get`]).
+    pub fn time_completed(&self) -> OptMillis {
+        if self.flag(COMPLETED_AT_CREATION) {
+            return OptMillis::from(Some(self.time_created));
+        }
+        self.ext
+            .as_ref()
+            .map_or(OptMillis::NONE, |e| e.time_completed)
+    }
+
+    /// Sets the completion time; one equal to the creation time is a flag
+    /// (most messages that store one), not a box. Set it after
+    /// [`Message::time_created`].
+    pub fn set_time_completed(&mut self, t: OptMillis) {
+        let at_creation = t.get() == Some(self.time_created);
+        self.set_flag(COMPLETED_AT_CREATION, at_creation);
+        if at_creation || t.is_none() {
+            if let Some(e) = self.ext.as_mut() {
+                e.time_completed = OptMillis::NONE;
+            }
+            self.trim_ext();
+            return;
+        }
+        self.ext_mut().time_completed = t;
+    }
+
+    /// Creation time, milliseconds since the Unix epoch.
+    pub fn time_created(&self) -> i64 {
+        self.time_created
+    }
+
+    /// Sets the creation time, keeping the completion time as it was.
+    pub fn set_time_created(&mut self, t: i64) {
+        let done = self.time_completed();
+        self.time_created = t;
+        self.set_time_completed(done);
     }
 
     /// The usage stored on the message (all zero when it stores none).
@@ -836,7 +1279,7 @@ impl Message {
 
     /// Bytes stored for the message and all its parts.
     pub fn payload_bytes(&self) -> u64 {
-        self.info_bytes + self.parts.iter().map(Part::payload_bytes).sum::<u64>()
+        self.info_bytes() + self.parts.iter().map(Part::payload_bytes).sum::<u64>()
     }
 
     /// Decoded bytes of inline media in all parts.
@@ -866,27 +1309,32 @@ impl Message {
 
     /// True for an assistant that finished (stored a finish reason and no error).
     pub fn finished(&self) -> bool {
-        self.finish.is_some() && self.error().is_none()
+        self.finish().is_some() && self.error().is_none()
     }
 
     /// [`Rare::logical_parent_id`].
     pub fn logical_parent_id(&self) -> Option<&str> {
-        self.rare.as_ref()?.logical_parent_id.as_deref()
+        self.rare()?.logical_parent_id.as_deref()
     }
 
     /// [`Rare::error`].
     pub fn error(&self) -> Option<&StoredError> {
-        self.rare.as_ref()?.error.as_ref()
+        self.rare()?.error.as_ref()
     }
 
     /// [`Rare::raw`].
     pub fn raw(&self) -> Option<&Value> {
-        self.rare.as_ref()?.raw.as_ref()
+        self.rare()?.raw.as_ref()
+    }
+
+    /// The rare fields ([`Rare`]), when the message sets any.
+    pub fn rare(&self) -> Option<&Rare> {
+        self.ext.as_ref()?.rare.as_deref()
     }
 
     /// The rare fields, to set one (boxed on first use).
     pub fn rare_mut(&mut self) -> &mut Rare {
-        self.rare.get_or_insert_with(Default::default)
+        self.ext_mut().rare.get_or_insert_with(Default::default)
     }
 
     /// True when any part is marked synthetic (written by the agent, not the user).
@@ -898,9 +1346,9 @@ impl Message {
     /// summary, nor a carrier of tool results only (Claude Code stores tool
     /// results in user lines).
     pub fn is_prompt(&self) -> bool {
-        self.role == Role::User
+        *self.role() == Role::User
             && self.compaction().is_none()
-            && !self.summary
+            && !self.summary()
             && (self.parts.is_empty() || self.parts.iter().any(|p| p.kind != PartKind::Tool))
     }
 }
@@ -1367,7 +1815,7 @@ impl Session {
     /// none): rules that follow parents return early without a map of every
     /// id when none does (at 2.4 million messages such a map is 130 MB).
     pub fn has_parents(&self) -> bool {
-        self.messages.iter().any(|m| m.parent_id.is_some())
+        self.messages.iter().any(|m| m.parent_id().is_some())
     }
 
     /// Id -> index of the first copy, for the given `ids` only: one pass
@@ -1396,10 +1844,10 @@ impl Session {
     /// own ([`Lookup::whole_line`]); `None` for an index past the end.
     pub fn whole_line_at(&self, i: usize) -> Option<LineRef> {
         let ms = &self.messages;
-        let l = ms.get(i)?.line?;
+        let l = ms.get(i)?.line()?;
         let same = |j: usize| {
             ms.get(j)
-                .and_then(|m| m.line)
+                .and_then(|m| m.line())
                 .is_some_and(|o| o.file == l.file && o.line == l.line)
         };
         if (i > 0 && same(i - 1)) || same(i + 1) {
@@ -1498,13 +1946,13 @@ impl Session {
         let mut last: rustc_hash::FxHashMap<std::num::NonZeroU64, usize> =
             rustc_hash::FxHashMap::default();
         for (i, m) in self.messages.iter().enumerate() {
-            if let Some(r) = m.response_id {
+            if let Some(r) = m.response_id() {
                 last.insert(r, i);
             }
         }
         let mut u = Usage::default();
         for (i, m) in self.messages.iter().enumerate() {
-            match m.response_id {
+            match m.response_id() {
                 Some(r) if last.get(&r) != Some(&i) => {}
                 _ => u.add(m.usage()),
             }
@@ -1528,7 +1976,10 @@ impl Session {
             .iter()
             .rev()
             .find(|m| {
-                m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage().is_zero()
+                m.role() == Role::Assistant
+                    && !m.summary()
+                    && !m.sidechain()
+                    && !m.usage().is_zero()
             })
             .map(|m| m.usage().overflow_count())
     }
@@ -1540,13 +1991,16 @@ impl Session {
         self.messages
             .iter()
             .rev()
-            .find(|m| m.role == Role::User && m.model.is_some())
+            .find(|m| m.role() == Role::User && m.model().is_some())
             .or_else(|| {
                 self.messages.iter().rev().find(|m| {
-                    m.role == Role::Assistant && !m.summary && !m.sidechain && m.model.is_some()
+                    m.role() == Role::Assistant
+                        && !m.summary()
+                        && !m.sidechain()
+                        && m.model().is_some()
                 })
             })
-            .and_then(|m| m.model.as_deref())
+            .and_then(|m| m.model())
     }
 
     /// Whether message `i` is in the model-visible view (a linear scan: use
@@ -1601,7 +2055,7 @@ mod tests {
         let (message, part) = (std::mem::size_of::<Message>(), std::mem::size_of::<Part>());
         assert!(part <= 56, "Part is {part} bytes");
         // Its one part inline: no allocation for it.
-        assert!(message <= 144 + part, "Message is {message} bytes");
+        assert!(message <= 72 + part, "Message is {message} bytes");
         assert_eq!(std::mem::size_of::<Parts>(), part);
         // An id is two words, and a line id of a huge rollout is inline.
         assert_eq!(std::mem::size_of::<Id>(), 16);
@@ -1718,17 +2172,14 @@ mod tests {
         assert_eq!((ix["a"], ix["c"]), (0, 3));
         assert!(s.first_index_of(std::iter::empty()).is_empty());
         assert!(!s.has_parents());
-        s.messages[3].parent_id = Some("b".into());
+        s.messages[3].set_parent_id(Some("b".into()));
         assert!(s.has_parents());
         // A lookup of a few ids answers for them only; parts for all.
         s.messages[1]
             .parts
             .push(Part::empty("p", PartKind::Text, "text"));
         let ix = s.lookup_of(["c"]);
-        assert_eq!(
-            ix.message("c").map(|m| m.parent_id.as_deref()),
-            Some(Some("b"))
-        );
+        assert_eq!(ix.message("c").map(|m| m.parent_id()), Some(Some("b")));
         assert!(ix.message("a").is_none());
         assert_eq!(ix.part("p").map(|p| p.id.as_str()), Some("p"));
     }
@@ -1776,12 +2227,12 @@ mod tests {
     fn whole_line_is_a_line_no_other_message_shares() {
         let at = |id: &str, file: u32, line: u32| {
             let mut m = Message::new(id, Role::User);
-            m.line = Some(LineRef {
+            m.set_line(Some(LineRef {
                 file,
                 line: std::num::NonZeroU32::new(line).expect("lines count from 1"),
                 offset: u64::from(line) * 10,
                 bytes: 10,
-            });
+            }));
             m
         };
         let mut s = Session::new(Agent::Codex, "s", None, "x".into());

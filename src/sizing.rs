@@ -50,7 +50,7 @@ fn measure(
     let wire_bytes = s.visible.iter().map(|&i| s.messages[i].wire_bytes()).sum();
     let last = s.visible.iter().rposition(|&i| {
         let m = &s.messages[i];
-        m.role == Role::Assistant && !m.summary && !m.usage().is_zero()
+        m.role() == Role::Assistant && !m.summary() && !m.usage().is_zero()
     });
     // A count reported before `session-doctor compact` cut, stripped or
     // removed something it counted is about another history: it is not used
@@ -69,7 +69,7 @@ fn measure(
         && overhead.is_none()
         && s.visible.iter().any(|&i| {
             let m = &s.messages[i];
-            m.role == Role::Assistant && !m.summary && !m.usage().is_zero()
+            m.role() == Role::Assistant && !m.summary() && !m.usage().is_zero()
         });
     let overhead_tokens = overhead
         .or(derived)
@@ -98,7 +98,7 @@ fn first_overhead(s: &crate::model::Session, kept: &dyn Fn(usize) -> bool) -> Op
             return None;
         }
         est = est.saturating_add(m.tokens_estimated());
-        if m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage().is_zero() {
+        if m.role() == Role::Assistant && !m.summary() && !m.sidechain() && !m.usage().is_zero() {
             return Some(m.usage().overflow_count().saturating_sub(est));
         }
     }
@@ -139,7 +139,7 @@ pub fn overhead_ceiling(s: &crate::model::Session, kept: &dyn Fn(usize) -> bool)
 pub fn agent_overhead(s: &crate::model::Session) -> u64 {
     use crate::model::Role;
     let has_usage = |m: &crate::model::Message| {
-        m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage().is_zero()
+        m.role() == Role::Assistant && !m.summary() && !m.sidechain() && !m.usage().is_zero()
     };
     let first = s.messages.iter().position(has_usage).map(|a| {
         let est: u64 = s.messages[..=a].iter().map(|m| m.tokens_estimated()).sum();

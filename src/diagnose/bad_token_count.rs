@@ -13,7 +13,7 @@ use crate::model::Session;
 pub fn check(s: &Session) -> Vec<Finding> {
     let mut out = Vec::new();
     for m in &s.messages {
-        let Some(bad) = m.rare.as_ref().map(|r| &r.bad_counts) else {
+        let Some(bad) = m.rare().as_ref().map(|r| &r.bad_counts) else {
             continue;
         };
         let Some(first) = bad.first() else { continue };

@@ -9,7 +9,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
     s.messages
         .iter()
         .enumerate()
-        .filter(|(_, m)| m.role == Role::Assistant && m.summary)
+        .filter(|(_, m)| m.role() == Role::Assistant && m.summary())
         .filter_map(|(i, m)| {
             let e = m.error()?;
             // Only an overflow is about size: another failure (a 400 on
@@ -60,7 +60,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             if let Some(c) = e.status_code {
                 f = f.with("status_code", c);
             }
-            if let Some(p) = &m.parent_id {
+            if let Some(p) = &m.parent_id() {
                 f = f.with("compaction_id", p.to_string());
             }
             Some(f)

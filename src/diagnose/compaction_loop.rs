@@ -35,7 +35,7 @@ fn m_id(s: &Session, i: usize) -> &str {
 }
 
 fn counts(m: &Message) -> bool {
-    m.role == Role::Assistant && !m.summary && m.finished()
+    m.role() == Role::Assistant && !m.summary() && m.finished()
 }
 
 /// One chain of consecutive automatic compactions.
@@ -65,8 +65,8 @@ pub fn chains(s: &Session) -> Vec<Chain> {
     type Newest = (Option<usize>, Option<usize>);
     let mut answers: rustc_hash::FxHashMap<&str, Newest> = Default::default();
     for (i, m) in s.messages.iter().enumerate() {
-        if m.role == Role::Assistant && m.summary {
-            if let Some(p) = m.parent_id.as_deref() {
+        if m.role() == Role::Assistant && m.summary() {
+            if let Some(p) = m.parent_id() {
                 let a = answers.entry(p).or_default();
                 if m.error().is_some() {
                     a.0 = Some(i);

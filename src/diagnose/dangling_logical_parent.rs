@@ -30,7 +30,7 @@ pub fn check(f: &Facts<'_>) -> Vec<Finding> {
                 "the agent never follows this link; tools that join the history across a compaction lose the thread here. No repair needed.",
             )
             .with("logical_parent_id", lp.to_string());
-            if let Some(l) = m.line {
+            if let Some(l) = m.line() {
                 f = f.with("line", l.number());
             }
             Some(f)

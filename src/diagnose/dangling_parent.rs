@@ -33,7 +33,7 @@ pub(super) fn resolves(s: &Session, links: &Links) -> Vec<bool> {
             match links.parent(cur) {
                 Parent::None => break true,
                 Parent::At(pi) => cur = pi,
-                Parent::Missing => break s.messages[cur].parent_optional,
+                Parent::Missing => break s.messages[cur].parent_optional(),
             }
         };
         for &i in &path {
@@ -70,7 +70,7 @@ pub fn suggested_parents(f: &Facts<'_>, indexes: &[usize]) -> Vec<Option<String>
                     want.next();
                     out.push(last_user.map(|u| s.messages[u].id.to_string()));
                 }
-                if m.role == Role::User || m.compaction().is_some() {
+                if m.role() == Role::User || m.compaction().is_some() {
                     last_user = Some(i);
                 }
             }
@@ -85,7 +85,7 @@ pub fn suggested_parents(f: &Facts<'_>, indexes: &[usize]) -> Vec<Option<String>
             // its own descendants).
             let mut last: HashMap<(Option<usize>, bool), Vec<usize>> = HashMap::default();
             for (i, m) in s.messages.iter().enumerate() {
-                let key = (m.line.map(|l| l.file_index()), m.sidechain);
+                let key = (m.line().map(|l| l.file_index()), m.sidechain());
                 while want.peek() == Some(&i) {
                     want.next();
                     let empty = Vec::new();
@@ -108,12 +108,12 @@ pub fn suggested_parents(f: &Facts<'_>, indexes: &[usize]) -> Vec<Option<String>
                 if !links.is_first(i) {
                     continue;
                 }
-                if !m.sidechain && m.compaction().is_some() {
+                if !m.sidechain() && m.compaction().is_some() {
                     // A new chain starts at a compaction boundary: nothing
                     // before it may be a parent after it (that would be a
                     // stale parent); the boundary itself may.
                     last.insert(key, vec![i]);
-                } else if ok[i] && matches!(m.role, Role::User | Role::Assistant) {
+                } else if ok[i] && matches!(m.role(), Role::User | Role::Assistant) {
                     let e = last.entry(key).or_default();
                     e.insert(0, i);
                     e.truncate(CANDIDATES);
@@ -140,7 +140,7 @@ pub(super) fn risky_ids<'a>(s: &'a Session, links: &Links) -> rustc_hash::FxHash
         if !links.is_first(i) {
             out.insert(m.id.as_str());
         }
-        if let (Parent::At(pi), Some(p)) = (links.parent(i), m.parent_id.as_deref()) {
+        if let (Parent::At(pi), Some(p)) = (links.parent(i), m.parent_id()) {
             if pi > i {
                 out.insert(p);
             }
@@ -176,7 +176,7 @@ pub(super) fn descends_from(
         if m.id == id {
             return true;
         }
-        if let Some(p) = m.parent_id.as_deref() {
+        if let Some(p) = m.parent_id() {
             if p == id {
                 return true;
             }
@@ -200,8 +200,8 @@ pub fn dangling(f: &Facts<'_>) -> Vec<usize> {
         .iter()
         .enumerate()
         .filter(|(i, m)| {
-            !m.parent_optional
-                && m.role.as_str() != SUBSESSION_REF
+            !m.parent_optional()
+                && m.role().as_str() != SUBSESSION_REF
                 && links.parent(*i) == Parent::Missing
         })
         .map(|(i, _)| i)
@@ -215,7 +215,7 @@ pub fn orphan_references(s: &Session) -> Vec<usize> {
     s.messages
         .iter()
         .enumerate()
-        .filter(|(_, m)| m.role.as_str() == SUBSESSION_REF && m.parent_id.is_some())
+        .filter(|(_, m)| m.role().as_str() == SUBSESSION_REF && m.parent_id().is_some())
         .map(|(i, _)| i)
         .collect()
 }
@@ -225,7 +225,7 @@ fn orphan_reference_findings(s: &Session) -> Vec<Finding> {
         .into_iter()
         .map(|i| {
             let m = &s.messages[i];
-            let child = m.parent_id.as_deref().unwrap_or_default().to_string();
+            let child = m.parent_id().unwrap_or_default().to_string();
             let detail = if child.is_empty() {
                 format!("sub-session reference {} has a NULL subsession_id (its session was deleted): docker-agent skips it, and every later item index shifts by one", m.id)
             } else {
@@ -290,7 +290,7 @@ fn message_parents(f: &Facts<'_>) -> Vec<Finding> {
         .zip(suggestions)
         .map(|(i, suggestion)| {
             let m = &s.messages[i];
-            let pid = m.parent_id.as_deref().unwrap_or_default().to_string();
+            let pid = m.parent_id().unwrap_or_default().to_string();
             let mut f = Finding::new(
                 Code::DanglingParent,
                 Severity::Error,
@@ -305,7 +305,7 @@ fn message_parents(f: &Facts<'_>) -> Vec<Finding> {
             if let Some(sug) = suggestion {
                 f = f.with("suggested_parent_id", sug);
             }
-            if let Some(l) = m.line {
+            if let Some(l) = m.line() {
                 f = f.with("line", l.number());
             }
             f

@@ -34,7 +34,7 @@ pub fn check(s: &Session, o: &Options) -> Vec<Finding> {
     };
     for m in &s.messages {
         if !m.usage().is_zero() {
-            let what = if m.role == Role::Assistant {
+            let what = if m.role() == Role::Assistant {
                 "context of a model call"
             } else {
                 "usage record"

@@ -276,7 +276,7 @@ impl Links {
             } else {
                 ids.get(m.id.as_str()).copied().unwrap_or(i)
             });
-            parent.push(match m.parent_id.as_deref() {
+            parent.push(match m.parent_id() {
                 None => NO_PARENT,
                 Some(p) => match i.checked_sub(1) {
                     Some(k) if first[k] == k && s.messages[k].id == p => k,
@@ -599,7 +599,7 @@ fn locate(s: &Session, findings: &mut [Finding]) {
             loc.message_id = None;
         } else if let Some(i) = at {
             let m = &s.messages[i];
-            if let Some(l) = m.line {
+            if let Some(l) = m.line() {
                 if let Some(fi) = s.files.get(l.file_index()) {
                     loc.file = Some(fi.display().to_string());
                 }

@@ -21,7 +21,7 @@ pub fn check(f: &Facts<'_>) -> Vec<Finding> {
         .iter()
         .filter_map(|&i| {
             let m = &s.messages[i];
-            let pid = m.parent_id.as_deref()?;
+            let pid = m.parent_id()?;
             let p = *ids.get(pid)?;
             if visible[p] || stale.contains(&i) {
                 return None;

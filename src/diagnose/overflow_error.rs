@@ -156,7 +156,7 @@ pub fn check(s: &Session) -> Vec<Finding> {
             let e = m.error()?;
             let kind = classify(e)?;
             // An overflow of the summary call itself: the agent's compaction is what fails.
-            let during_compaction = m.summary;
+            let during_compaction = m.summary();
             let j = super::stored_failure::judge(s, i, kind == OverflowKind::Tokens);
             let remedy = match (kind, during_compaction) {
                 _ if j.resolved_by.is_some() => "none needed: the session no longer sends what failed",

@@ -109,7 +109,7 @@ pub fn check(f: &Facts<'_>) -> Vec<Finding> {
             )
             .with("cycle_ids", ids.clone())
             .with("length", ids.len());
-            if let Some(l) = m.line {
+            if let Some(l) = m.line() {
                 f = f.with("line", l.number());
             }
             f
@@ -121,13 +121,13 @@ pub fn check(f: &Facts<'_>) -> Vec<Finding> {
 mod tests {
     use super::*;
     use crate::diagnose::Parent;
-    use crate::model::{Agent, Message, Role, Session};
+    use crate::model::{Agent, Message, MessageFields, Role, Session};
 
     fn msg(id: &str, parent: Option<&str>) -> Message {
-        Message {
+        Message::from(MessageFields {
             parent_id: parent.map(Into::into),
-            ..Message::new(id, Role::User)
-        }
+            ..MessageFields::new(id, Role::User)
+        })
     }
 
     fn session(links: &[(&str, Option<&str>)]) -> Session {

@@ -68,22 +68,21 @@ fn user_turn(f: &Facts<'_>) -> Vec<StaleParent> {
     for (a, m) in s.messages.iter().enumerate() {
         if m.compaction().is_some() {
             last_compaction = Some(a);
-            last_user_since = (m.role == Role::User).then_some(a);
+            last_user_since = (m.role() == Role::User).then_some(a);
             continue;
         }
         let newest_user = last_user_since;
-        if m.role == Role::User && last_compaction.is_some() {
+        if m.role() == Role::User && last_compaction.is_some() {
             last_user_since = Some(a);
         }
-        let (Some(c), Role::Assistant, Some(pid)) =
-            (last_compaction, &m.role, m.parent_id.as_deref())
+        let (Some(c), Role::Assistant, Some(pid)) = (last_compaction, &m.role(), m.parent_id())
         else {
             continue;
         };
         let Some(p) = links.parent(a).at() else {
             continue;
         };
-        if p >= c || s.messages[p].role != Role::User {
+        if p >= c || s.messages[p].role() != Role::User {
             continue;
         }
         let suggested = newest_user.unwrap_or(c);
@@ -109,7 +108,12 @@ fn chain(f: &Facts<'_>) -> Vec<StaleParent> {
     let links = f.links();
     let ids = f.ids();
     let mut span: Vec<Option<(usize, usize)>> = vec![None; s.messages.len()];
-    for (i, _) in s.messages.iter().enumerate().filter(|(_, m)| !m.sidechain) {
+    for (i, _) in s
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| !m.sidechain())
+    {
         let e = &mut span[links.first(i)];
         match e {
             Some(e) => e.1 = i,
@@ -126,7 +130,7 @@ fn chain(f: &Facts<'_>) -> Vec<StaleParent> {
         .iter()
         .enumerate()
         .filter(|(i, m)| {
-            !m.sidechain && m.compaction().is_some() && pos_of(*i).map(|e| e.0) == Some(*i)
+            !m.sidechain() && m.compaction().is_some() && pos_of(*i).map(|e| e.0) == Some(*i)
         })
         .map(|(i, _)| i)
         .collect();
@@ -138,7 +142,7 @@ fn chain(f: &Facts<'_>) -> Vec<StaleParent> {
     // Boundary id -> the first summary after it that names it as parent.
     let mut summary_of: HashMap<&str, usize> = HashMap::default();
     for (i, m) in s.messages.iter().enumerate() {
-        if let (true, Some(p)) = (m.summary, m.parent_id.as_deref()) {
+        if let (true, Some(p)) = (m.summary(), m.parent_id()) {
             if let Some((bf, _)) = pos_of_parent(i) {
                 if bf <= i && s.messages[bf].compaction().is_some() {
                     summary_of.entry(p).or_insert(i);
@@ -159,7 +163,7 @@ fn chain(f: &Facts<'_>) -> Vec<StaleParent> {
         let Some(&b) = k.checked_sub(1).and_then(|k| boundaries.get(k)) else {
             continue;
         };
-        let Some(pid) = s.messages[last].parent_id.as_deref() else {
+        let Some(pid) = s.messages[last].parent_id() else {
             continue;
         };
         let Some((pfirst, _)) = pos_of_parent(last) else {
@@ -236,7 +240,7 @@ pub fn check(f: &Facts<'_>) -> Vec<Finding> {
                     Some(&m.id),
                     format!(
                         "{} {} sits after compaction {} but its parent {} is from before it and not preserved; the latest compaction prunes the old history on resume, which neutralises the link",
-                        m.role.as_str(), m.id, c.id, sp.parent_id
+                        m.role().as_str(), m.id, c.id, sp.parent_id
                     ),
                     "harmless while the latest compaction's preserved metadata resolves; `session-doctor repair` re-points it to the compaction's preserved tail or summary",
                 ),
@@ -246,7 +250,7 @@ pub fn check(f: &Facts<'_>) -> Vec<Finding> {
                     Some(&m.id),
                     format!(
                         "{} {} sits after compaction {} but its parent {} is from before it and not preserved; the latest compaction does not prune on resume, so the link stays live{}",
-                        m.role.as_str(), m.id, c.id, sp.parent_id,
+                        m.role().as_str(), m.id, c.id, sp.parent_id,
                         if sp.on_resume_path {
                             " and is on the resume path: the agent follows it, resends the pre-compaction history and drops the summaries"
                         } else {
@@ -263,7 +267,7 @@ pub fn check(f: &Facts<'_>) -> Vec<Finding> {
                 f = f
                     .with("pruned_on_resume", sp.neutralised)
                     .with("on_resume_path", sp.on_resume_path);
-                if let Some(l) = m.line {
+                if let Some(l) = m.line() {
                     f = f.with("line", l.number());
                 }
             }

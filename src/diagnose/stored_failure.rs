@@ -41,25 +41,27 @@ pub fn judge(s: &Session, i: usize, by_tokens: bool) -> Judged {
     // changes (a compaction after it) do not change this estimate.
     let start = s.messages[..i]
         .iter()
-        .rposition(|m| m.summary && m.error().is_none())
+        .rposition(|m| m.summary() && m.error().is_none())
         .unwrap_or(0);
     let mut failed_bytes = 0u64;
     let mut failed_tokens = 0u64;
-    for m in s.messages[start..i].iter().filter(|m| !m.sidechain) {
+    for m in s.messages[start..i].iter().filter(|m| !m.sidechain()) {
         failed_bytes = failed_bytes.saturating_add(m.wire_bytes());
         failed_tokens = failed_tokens.saturating_add(m.tokens_estimated());
     }
     let reported = s.messages[..i]
         .iter()
         .rev()
-        .find(|m| m.role == Role::Assistant && !m.summary && !m.sidechain && !m.usage().is_zero())
+        .find(|m| {
+            m.role() == Role::Assistant && !m.summary() && !m.sidechain() && !m.usage().is_zero()
+        })
         .map(|m| m.usage().overflow_count())
         .unwrap_or(0);
     let failed_tokens = failed_tokens.max(reported);
     let next = crate::sizing::next_turn(s, None);
     let succeeded_after = s.messages[i + 1..]
         .iter()
-        .find(|m| m.role == Role::Assistant && !m.summary && !m.sidechain && m.finished());
+        .find(|m| m.role() == Role::Assistant && !m.summary() && !m.sidechain() && m.finished());
     let rewritten = s
         .visible
         .iter()

@@ -20,7 +20,7 @@ pub fn unanswered(s: &Session) -> Vec<usize> {
     let mut out = Vec::new();
     for &i in s.visible.iter().rev() {
         let m = &s.messages[i];
-        if m.parts.is_empty() && !matches!(m.role, Role::User | Role::Assistant) {
+        if m.parts.is_empty() && !matches!(m.role(), Role::User | Role::Assistant) {
             continue;
         }
         if !m.is_prompt() || m.synthetic() {

@@ -7,7 +7,7 @@ use crate::model::{Session, ToolStatus};
 pub fn check(s: &Session) -> Vec<Finding> {
     let mut out = Vec::new();
     for m in &s.messages {
-        if m.finish.is_none() && m.time_completed.is_none() {
+        if m.finish().is_none() && m.time_completed().is_none() {
             continue;
         }
         for p in &m.parts {

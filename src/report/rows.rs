@@ -42,9 +42,9 @@ fn last_activity(s: &Session) -> Option<i64> {
     s.messages
         .iter()
         .map(|m| {
-            m.time_completed
+            m.time_completed()
                 .get()
-                .map_or(m.time_created, |t| t.max(m.time_created))
+                .map_or(m.time_created(), |t| t.max(m.time_created()))
         })
         .chain(s.meta_lines.newest_time())
         .max()
@@ -57,8 +57,10 @@ fn model(s: &Session) -> Option<String> {
     s.messages
         .iter()
         .rev()
-        .find(|m| m.role == Role::Assistant && !m.summary && !m.sidechain && m.model.is_some())
-        .and_then(|m| m.model.as_deref())
+        .find(|m| {
+            m.role() == Role::Assistant && !m.summary() && !m.sidechain() && m.model().is_some()
+        })
+        .and_then(|m| m.model())
         .or_else(|| s.resume_model())
         .map(str::to_string)
 }
@@ -102,7 +104,7 @@ fn flags(m: &Message, visible: bool) -> Vec<&'static str> {
     if m.compaction().is_some() {
         f.push("compaction");
     }
-    if m.summary {
+    if m.summary() {
         f.push("summary");
     }
     if m.synthetic() {
@@ -111,7 +113,7 @@ fn flags(m: &Message, visible: bool) -> Vec<&'static str> {
     if m.error().is_some() {
         f.push("error");
     }
-    if m.sidechain {
+    if m.sidechain() {
         f.push("sidechain");
     }
     f.push(if visible { "visible" } else { "hidden" });
@@ -230,10 +232,10 @@ impl MessageRows {
             MessageRow {
                 index: i,
                 id: m.id.clone(),
-                role: m.role.as_str().to_string(),
-                parent_id: m.parent_id.as_deref().map(str::to_string),
-                line: m.line.map(|l| l.number()),
-                time_created: m.time_created,
+                role: m.role().as_str().to_string(),
+                parent_id: m.parent_id().map(str::to_string),
+                line: m.line().map(|l| l.number()),
+                time_created: m.time_created(),
                 payload_bytes: m.payload_bytes(),
                 media_bytes: m.media_bytes(),
                 media_count: m.media_count(),

@@ -1885,10 +1885,10 @@ mod tests {
             };
             let mut m = Message::new(format!("m{i}{}", "x".repeat(i * 7 % 23)), role);
             if i > 0 {
-                m.parent_id = Some(format!("m{}", i - 1).into());
+                m.set_parent_id(Some(format!("m{}", i - 1).into()));
             }
-            m.time_created = 1_700_000_000_000 + (i as i64) * 61_001;
-            m.info_bytes = (i as u64 * 7919).pow(2) % 10_000_019;
+            m.set_time_created(1_700_000_000_000 + (i as i64) * 61_001);
+            m.set_info_bytes((i as u64 * 7919).pow(2) % 10_000_019);
             if i % 4 == 1 {
                 m.set_usage(Usage {
                     input: (i as u64).pow(3),

@@ -461,7 +461,7 @@ fn cut_drops(s: &Session, keep_turns: Option<usize>) -> Option<(Vec<bool>, bool)
         .flat_map(|c| c.preserved.iter().map(String::as_str))
         .collect();
     for (i, m) in s.messages.iter().enumerate() {
-        if m.sidechain || i > anchor || preserved.contains(m.id.as_str()) {
+        if m.sidechain() || i > anchor || preserved.contains(m.id.as_str()) {
             keep[i] = true;
         }
     }
@@ -557,8 +557,10 @@ fn cut_edits(
     let is_candidate = |k: usize| {
         let c = &s.messages[k];
         match s.parent_links {
-            ParentLinks::UserTurn => c.role == Role::User,
-            ParentLinks::Chain => !c.sidechain && matches!(c.role, Role::User | Role::Assistant),
+            ParentLinks::UserTurn => c.role() == Role::User,
+            ParentLinks::Chain => {
+                !c.sidechain() && matches!(c.role(), Role::User | Role::Assistant)
+            }
         }
     };
     // The two oldest candidates (user turns fall back to the first one), and
@@ -596,8 +598,8 @@ fn cut_edits(
                 .copied()
                 .find(|&k| k != i && s.messages[k].id != m.id)
         };
-        let needs = m.parent_id.as_deref().filter(|pid| {
-            dropped_ids.contains(pid) && !m.sidechain && !preserved.contains(m.id.as_str())
+        let needs = m.parent_id().filter(|pid| {
+            dropped_ids.contains(pid) && !m.sidechain() && !preserved.contains(m.id.as_str())
         });
         if let Some(pid) = needs {
             if reparented.insert(m.id.as_str()) {
@@ -690,7 +692,7 @@ fn cut_with_summary(s: &Session, keep_turns: Option<usize>) -> Vec<Edit> {
     let first = turns[turns.len() - n.max(1)];
     let pos = s.visible.iter().position(|&i| i == first).unwrap_or(0);
     let before = &s.visible[..pos];
-    let messages = before.iter().filter(|&&i| !s.messages[i].summary).count();
+    let messages = before.iter().filter(|&&i| !s.messages[i].summary()).count();
     let user_turns = before
         .iter()
         .filter(|&&i| s.messages[i].is_prompt())

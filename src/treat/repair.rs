@@ -71,7 +71,7 @@ pub fn plan(s: &Session) -> Vec<Edit> {
                 edit(
                     &m.id,
                     Change::SetParent {
-                        old: m.parent_id.as_deref().map(Into::into),
+                        old: m.parent_id().map(Into::into),
                         new: new.into(),
                     },
                 ),
@@ -85,8 +85,8 @@ pub fn plan(s: &Session) -> Vec<Edit> {
         if touched.contains(m.id.as_str()) {
             continue;
         }
-        let old = m.parent_id.as_deref().unwrap_or_default().to_string();
-        let user_root = s.parent_links == ParentLinks::UserTurn && m.role == Role::User;
+        let old = m.parent_id().unwrap_or_default().to_string();
+        let user_root = s.parent_links == ParentLinks::UserTurn && m.role() == Role::User;
         let change = match new {
             Some(new) if !user_root && new != m.id => Change::SetParent {
                 old: Some(old.into()),
@@ -155,7 +155,7 @@ fn no_new_cycles(s: &Session, edits: Vec<Edit>, cycle_ids: &HashSet<&str>) -> Ve
     let mut parents: HashMap<String, Vec<String>> = HashMap::default();
     for m in &s.messages {
         let e = parents.entry(m.id.to_string()).or_default();
-        if let Some(p) = &m.parent_id {
+        if let Some(p) = &m.parent_id() {
             e.push(p.to_string());
         }
     }

@@ -447,7 +447,9 @@ fn edited_message(
     changes: &[&Change],
 ) -> Result<(Message, Vec<bool>)> {
     let m = &out.messages[i];
-    let line = m.line.ok_or_else(|| anyhow!("message {id} has no line"))?;
+    let line = m
+        .line()
+        .ok_or_else(|| anyhow!("message {id} has no line"))?;
     let path = &out.files[line.file_index()];
     let mut v: Value = match m.raw() {
         Some(raw) => raw.clone(),
@@ -468,7 +470,7 @@ fn edited_message(
     new_line.bytes = serialize(&v, "\n").len() as u64;
     let mut nm = parse_line(&v, new_line, line.file > 0)
         .ok_or_else(|| anyhow!("{}: line {} lost its uuid", path.display(), line.line))?;
-    nm.parent_optional |= m.parent_optional;
+    nm.set_parent_optional(nm.parent_optional() || m.parent_optional());
     nm.rare_mut().raw = Some(v);
     Ok((nm, held))
 }
@@ -555,7 +557,7 @@ fn repeating_copies(s: &Session, plan: &Plan<'_>) -> HashSet<usize> {
         return out;
     }
     let files = LineFiles::new(&s.files);
-    let key = |m: &Message| match (m.raw(), m.line) {
+    let key = |m: &Message| match (m.raw(), m.line()) {
         (Some(v), _) => Some(fingerprint(v)),
         (None, Some(l)) => files.read(l).ok().and_then(|b| content_key(&b)),
         (None, None) => None,
@@ -565,7 +567,7 @@ fn repeating_copies(s: &Session, plan: &Plan<'_>) -> HashSet<usize> {
         if !plan.drop_copies.contains(m.id.as_str()) {
             continue;
         }
-        let file = m.line.map_or(0, |l| l.file_index());
+        let file = m.line().map_or(0, |l| l.file_index());
         if firsts.repeats((file, m.id.as_str()), key(m)) {
             out.insert(i);
         }
@@ -614,7 +616,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         None => format!("message.content{what}"),
     };
     let line = |m: Option<&crate::model::Message>| {
-        m.and_then(|m| m.line)
+        m.and_then(|m| m.line())
             .map(|l| format!(" (line {})", l.line))
             .unwrap_or_default()
     };
@@ -661,13 +663,13 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         Change::DropMessage => match m {
             Some(m) => (
                 {
-                    fig.line = m.line.map(|l| l.number());
+                    fig.line = m.line().map(|l| l.number());
                     fig.parts = Some(m.parts.len() as u64);
                     "line".to_string()
                 },
                 json!(format!(
                     "{} line{} with {} blocks",
-                    m.role.as_str(),
+                    m.role().as_str(),
                     line(Some(m)),
                     m.parts.len()
                 )),
@@ -694,7 +696,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 .iter()
                 .filter(|d| d.same_content && d.id == *edit.message_id)
                 .count();
-            let first = m.and_then(|m| m.line).map_or(0, |l| l.number());
+            let first = m.and_then(|m| m.line()).map_or(0, |l| l.number());
             fig.line = Some(first);
             fig.copies = Some(n as u64);
             (

@@ -665,7 +665,7 @@ pub(crate) fn parse_fields(
     let parent_optional = sidechain
         || matches!(kind, "progress" | "attachment")
         || (kind == "system" && matches!(subtype, "compact_boundary" | "local_command"));
-    Some(Message {
+    Some(Message::from(crate::model::MessageFields {
         id: uuid.into(),
         role,
         parent_id: rstr(v.parent).map(Into::into),
@@ -696,7 +696,7 @@ pub(crate) fn parse_fields(
             bad_counts,
         }
         .boxed(),
-    })
+    }))
 }
 
 /// Titles, by preference: `custom-title`, `ai-title`, legacy `summary`.
@@ -1088,7 +1088,7 @@ fn take_block(
                 let first = seen
                     .first_or_insert(&s.messages, &m.id)
                     .and_then(|i| s.messages.get(i))
-                    .and_then(|f| f.line);
+                    .and_then(|f| f.line());
                 if let Some(first) = first {
                     // Both lines are read again (a repeated id is rare):
                     // the block's buffer is not kept.
@@ -1209,9 +1209,9 @@ pub(super) fn finish(s: &mut Session) {
     }
     let mut first_seen: HashSet<usize> = HashSet::default();
     for m in &mut s.messages {
-        if let Some(l) = m.line {
+        if let Some(l) = m.line() {
             if first_seen.insert(l.file_index()) {
-                m.parent_optional = true;
+                m.set_parent_optional(true);
             }
         }
     }

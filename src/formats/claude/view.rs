@@ -62,7 +62,7 @@ fn entries(s: &Session) -> Entries<'_> {
 
 /// Whether message `m` is read from the session's main file.
 fn in_main(m: &Message) -> bool {
-    m.line.is_none_or(|l| l.file == 0)
+    m.line().is_none_or(|l| l.file == 0)
 }
 
 impl<'a> Entries<'a> {
@@ -144,7 +144,7 @@ impl View {
             .collect();
         for m in &mut s.messages {
             if preserved.contains(m.id.as_str()) {
-                m.parent_optional = true;
+                m.set_parent_optional(true);
             }
         }
         drop(preserved);
@@ -190,7 +190,7 @@ fn markers(s: &Session, map: &Entries<'_>) -> Vec<Marker> {
                     ok = true;
                     break;
                 }
-                cur = s.messages[last].parent_id.as_deref();
+                cur = s.messages[last].parent_id();
             }
             walk.reverse();
             (walk, ok && head.is_some())
@@ -210,7 +210,7 @@ fn markers(s: &Session, map: &Entries<'_>) -> Vec<Marker> {
 /// assistant lines, attachments (sent as system reminders), and the boundary
 /// itself (no content, kept so the view shows where history starts).
 fn sent(m: &Message) -> bool {
-    match &m.role {
+    match &m.role() {
         Role::User | Role::Assistant => true,
         Role::Other(t) => &**t == "attachment" || m.compaction().is_some(),
     }
@@ -232,7 +232,7 @@ fn visible_view(s: &Session, map: &Entries<'_>, markers: &[Marker]) -> Vec<usize
     let anchor = bid.and_then(|b| {
         s.messages[bpos..]
             .iter()
-            .find(|m| m.summary && m.parent_id.as_deref() == Some(b))
+            .find(|m| m.summary() && m.parent_id() == Some(b))
             .map(|m| m.id.as_str())
     });
     let head = preserved.first().map(String::as_str);
@@ -247,8 +247,8 @@ fn visible_view(s: &Session, map: &Entries<'_>, markers: &[Marker]) -> Vec<usize
                 .enumerate()
                 .rev()
                 .find(|(i, m)| {
-                    matches!(m.role, Role::User | Role::Assistant)
-                        && !m.sidechain
+                    matches!(m.role(), Role::User | Role::Assistant)
+                        && !m.sidechain()
                         && map.get(m.id.as_str()).map(|e| e.0) == Some(*i)
                 })
                 .map(|(_, m)| m.id.as_str())
@@ -270,7 +270,7 @@ fn visible_view(s: &Session, map: &Entries<'_>, markers: &[Marker]) -> Vec<usize
         }
         path.push(last);
         near = last.checked_sub(1);
-        let mut parent = s.messages[last].parent_id.as_deref();
+        let mut parent = s.messages[last].parent_id();
         if prunes {
             if Some(u) == head {
                 parent = anchor;

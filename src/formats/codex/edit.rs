@@ -508,11 +508,11 @@ fn carry(old: &[Message], new: &mut [Message]) {
             continue;
         };
         m.usage = o.usage.clone();
-        m.finish = o.finish.clone();
-        m.summary = o.summary;
-        m.model = o.model.clone();
-        m.time_created = o.time_created;
-        m.time_completed = o.time_completed;
+        m.set_finish(o.finish_sym().cloned());
+        m.set_summary(o.summary());
+        m.set_model(o.model_sym().cloned());
+        m.set_time_created(o.time_created());
+        m.set_time_completed(o.time_completed());
         for p in m.parts.iter_mut() {
             let Some(op) = o.parts.iter().find(|x| x.id == p.id) else {
                 continue;
@@ -541,7 +541,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     // The messages of each edited line (only those: a cut's drops need none).
     let mut ranges: HashMap<u64, (usize, usize)> = HashMap::default();
     for (i, m) in out.messages.iter().enumerate() {
-        if let Some(l) = m.line.filter(|l| plans.edited(l.number())) {
+        if let Some(l) = m.line().filter(|l| plans.edited(l.number())) {
             ranges
                 .entry(l.number())
                 .and_modify(|r| r.1 = i)
@@ -559,7 +559,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     let files = crate::formats::LineFiles::new(std::slice::from_ref(&out.source));
     for (line, a, b) in todo {
         let lr = out.messages[b]
-            .line
+            .line()
             .expect("messages of a line have a line ref");
         let mut v = match out.messages[b].raw() {
             Some(raw) => raw.clone(),
@@ -571,7 +571,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
             bytes: json_len(&cleaned(&v)) + 1,
             ..lr
         };
-        let time = out.messages[b].time_created;
+        let time = out.messages[b].time_created();
         let mut msgs = line_messages(&v, line == 1, nl, time)
             .ok_or_else(|| anyhow!("line {line} is not a message line"))?;
         carry(&out.messages[a..=b], &mut msgs);
@@ -582,7 +582,7 @@ pub fn apply_owned(mut out: Session, edits: &[Edit]) -> Result<Session> {
     }
     if !plans.drops.is_empty() {
         out.messages
-            .retain(|m| !m.line.is_some_and(|l| plans.dropped(l.number())));
+            .retain(|m| !m.line().is_some_and(|l| plans.dropped(l.number())));
         out.problems.retain(|p| {
             !p.id
                 .as_deref()
@@ -705,11 +705,11 @@ fn part_field(m: Option<&Message>, part_id: &str, leaf: &str) -> String {
 /// drops: the lines its messages fill and the lines that hold no message,
 /// but for the headers, which stay.
 fn run_lines(s: &Session, first: u64, last: u64) -> (u64, u64) {
-    let line_of = |m: &Message| m.line.map_or(0, |l| l.number());
+    let line_of = |m: &Message| m.line().map_or(0, |l| l.number());
     let start = s.messages.partition_point(|m| line_of(m) < first);
     let (mut lines, mut bytes, mut prev) = (0u64, 0u64, None);
     for m in s.messages.get(start..).unwrap_or_default() {
-        let Some(l) = m.line.filter(|l| l.number() <= last) else {
+        let Some(l) = m.line().filter(|l| l.number() <= last) else {
             break;
         };
         if prev != Some(l.number()) {
@@ -773,7 +773,7 @@ fn describe_run(s: &Session, e: &Edit, run: &crate::edit::DropRun) -> StoredChan
 /// drops (a message line, or one that holds no message but a header);
 /// `None` when there is none.
 fn dropped_bounds(s: &Session, first: u64, last: u64) -> Option<(u64, u64)> {
-    let line_of = |m: &Message| m.line.map_or(0, |l| l.number());
+    let line_of = |m: &Message| m.line().map_or(0, |l| l.number());
     let start = s.messages.partition_point(|m| line_of(m) < first);
     let end = s.messages.partition_point(|m| line_of(m) <= last);
     let msgs = s.messages.get(start..end.max(start)).unwrap_or_default();
@@ -856,7 +856,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
                 },
                 json!(format!(
                     "{} item of the compacted line {line} ({} bytes)",
-                    m.role.as_str(),
+                    m.role().as_str(),
                     m.payload_bytes()
                 )),
                 Value::Null,
@@ -864,20 +864,20 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
             (Some(m), Some((line, None))) => (
                 {
                     fig.line = Some(line);
-                    fig.bytes = Some(m.line.map_or(0, |l| l.bytes));
+                    fig.bytes = Some(m.line().map_or(0, |l| l.bytes));
                     "line".into()
                 },
                 json!(match m.parts.first() {
                     Some(p) => format!(
                         "line {line}: {} {} ({} bytes)",
-                        m.role.as_str(),
+                        m.role().as_str(),
                         p.kind_name,
-                        m.line.map_or(0, |l| l.bytes)
+                        m.line().map_or(0, |l| l.bytes)
                     ),
                     None => format!(
                         "line {line}: {} ({} bytes)",
-                        m.role.as_str(),
-                        m.line.map_or(0, |l| l.bytes)
+                        m.role().as_str(),
+                        m.line().map_or(0, |l| l.bytes)
                     ),
                 }),
                 Value::Null,

@@ -227,11 +227,11 @@ fn part(id: Id, _message_id: &str, kind: PartKind, kind_name: &str, bytes: u64) 
 }
 
 fn message(id: &str, role: Role, line: LineRef, time: i64) -> Message {
-    Message {
+    Message::from(MessageFields {
         line: Some(line),
         time_created: time,
-        ..Message::new(id, role)
-    }
+        ..MessageFields::new(id, role)
+    })
 }
 
 /// Text of an image content item's `image_url` (a string, or `{url}`).
@@ -271,9 +271,9 @@ fn is_text_item(ty: &str) -> bool {
 fn mark_user_message(m: &mut Message, first: &str) {
     let first = first.trim_start();
     if first.starts_with(SUMMARY_PREFIX) {
-        m.summary = true;
+        m.set_summary(true);
     } else if CONTEXT_PREFIXES.iter().any(|p| first.starts_with(p)) {
-        m.role = Role::Other(sym(CONTEXT_ROLE));
+        m.set_role(Role::Other(sym(CONTEXT_ROLE)));
         m.parts.iter_mut().for_each(|p| p.synthetic = true);
     }
 }
@@ -379,7 +379,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
                 .iter()
                 .find(|p| p.kind == PartKind::Text)
                 .map(|p| p.id.clone());
-            if m.role == Role::User {
+            if m.role() == Role::User {
                 if let Some(first) = text.and_then(|pid| {
                     let k = ids::parse_part(&pid)?.1?;
                     item.get("content")?.get(k)?.get("text")?.as_str()
@@ -456,7 +456,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
             // The remote compaction's summary, encrypted: bytes on the wire,
             // tokens unknown (the next reported count covers them).
             m = message(id, Role::Assistant, line, time);
-            m.summary = true;
+            m.set_summary(true);
             let mut p = part(pid(0), id, PartKind::Other, ty, 0);
             p.set_wire_bytes(str_at(item, "encrypted_content").map_or(0, str::len) as u64);
             m.parts.push(p);
@@ -489,13 +489,13 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
 /// bytes (`total`) shared between the message and its parts (a single part
 /// without bytes of its own takes them all).
 fn finish_item(m: &mut Message, time: i64, total: u64) {
-    m.time_completed = Some(time).into();
+    m.set_time_completed(Some(time).into());
     m.parts.shrink_to_fit();
     if m.parts.len() == 1 && m.parts[0].payload_bytes() == 0 {
         m.parts[0].set_payload_bytes(total);
     }
     let parts: u64 = m.parts.iter().map(|p| p.payload_bytes()).sum();
-    m.info_bytes = total.saturating_sub(parts);
+    m.set_info_bytes(total.saturating_sub(parts));
 }
 
 /// The messages of one parsed line, in stored order; `None` for the header.
@@ -521,8 +521,8 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
             }
             let text = str_at(p, "message").unwrap_or("");
             let mut m = message(&id, Role::Other(sym("compacted")), line, time);
-            m.summary = true;
-            m.time_completed = Some(time).into();
+            m.set_summary(true);
+            m.set_time_completed(Some(time).into());
             let mut c = part(
                 ids::part(&id, 0),
                 &id,
@@ -539,10 +539,11 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
                 auto: true,
                 ..Default::default()
             })));
-            m.info_bytes = line
-                .bytes
-                .saturating_sub(rh_bytes)
-                .saturating_sub(c.payload_bytes());
+            m.set_info_bytes(
+                line.bytes
+                    .saturating_sub(rh_bytes)
+                    .saturating_sub(c.payload_bytes()),
+            );
             m.parts.push(c);
             out.push(m);
             Some(out)
@@ -554,7 +555,7 @@ pub fn line_messages(v: &Value, first: bool, line: LineRef, time: i64) -> Option
                 _ => ty,
             };
             let mut m = message(&id, Role::Other(sym(&role)), line, time);
-            m.info_bytes = line.bytes;
+            m.set_info_bytes(line.bytes);
             Some(vec![m])
         }
     }
@@ -1274,7 +1275,7 @@ fn typed_item_message(
                         .iter()
                         .find(|c| is_text_item(c.ty.as_deref().unwrap_or("")))
                         .and_then(|c| c.text.as_deref());
-                    if let Some(first) = first.filter(|_| m.role == Role::User) {
+                    if let Some(first) = first.filter(|_| m.role() == Role::User) {
                         mark_user_message(&mut m, first);
                     }
                 }
@@ -1501,8 +1502,8 @@ struct Loader {
 
 impl Loader {
     fn push(&mut self, mut m: Message) -> usize {
-        if matches!(m.role, Role::User | Role::Assistant) {
-            m.model = self.model_sym.clone();
+        if matches!(m.role(), Role::User | Role::Assistant) {
+            m.set_model(self.model_sym.clone());
         }
         let i = self.s.messages.len();
         for (k, p) in m.parts.iter_mut().enumerate() {
@@ -1590,7 +1591,7 @@ impl Loader {
                 let text = str_at(p, "message").unwrap_or("");
                 if let Some((i, answer)) = self.last_answer.take() {
                     if !answer.trim().is_empty() && text.contains(answer.trim()) {
-                        self.s.messages[i].summary = true;
+                        self.s.messages[i].set_summary(true);
                     }
                 }
             }
@@ -1642,7 +1643,7 @@ impl Loader {
             // item's (`L12.rh3`) holds a dot: one byte searched, not a
             // substring (0.6% of a rollout's instructions, callgrind).
             let top_level = !m.id.as_bytes().contains(&b'.');
-            let output = m.role == Role::Assistant && top_level;
+            let output = m.role() == Role::Assistant && top_level;
             let i = self.push(m);
             if output || is_marker {
                 self.candidate = Some(i);
@@ -1746,7 +1747,7 @@ impl Loader {
         let id = ids::line(line.number());
         let role = self.other_role("event_msg", Some("token_count"));
         let mut m = message(&id, role, line, self.time);
-        m.info_bytes = line.bytes;
+        m.set_info_bytes(line.bytes);
         if let Some(mut info) = info {
             if let Some(w) = info.window {
                 self.window.get_or_insert(w);
@@ -1771,8 +1772,8 @@ impl Loader {
                     Some(c) => {
                         let owner = &mut self.s.messages[c];
                         owner.set_usage(u);
-                        if owner.role == Role::Assistant {
-                            owner.finish = Some(sym("completed"));
+                        if owner.role() == Role::Assistant {
+                            owner.set_finish(Some(sym("completed")));
                         }
                     }
                     None => m.set_usage(u),
@@ -1789,8 +1790,8 @@ impl Loader {
         // output before it, an estimate, a count that is not one) is a
         // usage record the rules read; any other is a line of figures
         // already given to their owner, or of none.
-        if m.usage.is_none() && m.rare.is_none() {
-            return self.meta(line, m.role.as_str());
+        if m.usage.is_none() && m.rare().is_none() {
+            return self.meta(line, m.role().as_str());
         }
         self.push(m);
     }
@@ -1817,7 +1818,7 @@ impl Loader {
             for m in s
                 .messages
                 .iter()
-                .filter(|m| m.summary && !m.usage().is_zero())
+                .filter(|m| m.summary() && !m.usage().is_zero())
             {
                 if m.usage()
                     .input
@@ -2135,8 +2136,8 @@ impl Loader {
                 } => {
                     typed += 1;
                     let time = time.unwrap_or_else(|| {
-                        m.time_created = self.time;
-                        m.time_completed = Some(self.time).into();
+                        m.set_time_created(self.time);
+                        m.set_time_completed(Some(self.time).into());
                         self.time
                     });
                     self.time = time;
@@ -2393,7 +2394,7 @@ mod tests {
         assert!(s
             .messages
             .iter()
-            .any(|m| m.summary && m.role == crate::model::Role::Assistant));
+            .any(|m| m.summary() && m.role() == crate::model::Role::Assistant));
     }
 
     /// Loads `bytes` both ways; answers how many lines the typed read took.

@@ -216,9 +216,9 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
             "session_items".to_string(),
             json!(format!(
                 "sub-session reference to {}",
-                m.and_then(|m| m.parent_id.clone())
+                m.and_then(|m| m.parent_id())
                     .filter(|p| !p.is_empty())
-                    .unwrap_or_else(|| "NULL".into())
+                    .unwrap_or("NULL")
             )),
             Value::Null,
         ),
@@ -251,7 +251,7 @@ pub fn kept_index(s: &Session, id: &str) -> usize {
 /// session is missing (the only items that name a "parent", the missing
 /// session; item types docker-agent does not know are not messages).
 pub fn skipped(m: &crate::model::Message) -> bool {
-    m.parent_id.is_some()
+    m.parent_id().is_some()
 }
 
 /// The text a summary `compact` adds starts with: the last summary's text,
@@ -260,7 +260,7 @@ pub fn previous_summary_prefix(s: &Session) -> String {
     s.messages
         .iter()
         .rev()
-        .find(|m| m.summary && m.compaction().is_some())
+        .find(|m| m.summary() && m.compaction().is_some())
         .and_then(|m| {
             m.raw().and_then(|r| {
                 r.get("summary_text")

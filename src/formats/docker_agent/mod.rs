@@ -268,7 +268,7 @@ impl Builder {
     }
 
     fn add(&mut self, m: crate::model::Message, what: What, in_slice: bool) {
-        self.time = self.time.max(m.time_created);
+        self.time = self.time.max(m.time_created());
         let slice = in_slice.then(|| {
             self.slice += 1;
             self.slice - 1
@@ -359,7 +359,7 @@ impl Builder {
                 if !loaded {
                     // docker-agent skips it ("Skipping subsession item with NULL
                     // reference" / "Skipping orphaned subsession reference").
-                    m.parent_id = Some(sub.into());
+                    m.set_parent_id(Some(sub.into()));
                 }
                 self.add(m, What::Silent, loaded);
             }

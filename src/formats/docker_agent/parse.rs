@@ -626,7 +626,7 @@ pub fn message_item(
         // Older docker-agent stores no finish reason: an assistant that has
         // usage is a finished response (the streaming row has none).
         .or_else(|| (role == MsgRole::Assistant && !usage.is_zero()).then(|| sym("completed")));
-    let m = Message {
+    let m = Message::from(MessageFields {
         id: id.into(),
         role: Role::named(role_s),
         parent_id: None,
@@ -647,7 +647,7 @@ pub fn message_item(
         info_bytes: 0,
         parts: parts.into(),
         rare: None,
-    };
+    });
     let what = What::Message {
         role,
         blank: is_blank(v, role),
@@ -661,11 +661,11 @@ pub fn message_item(
 /// A message without parts (sub-session reference, error, termination,
 /// other item types).
 pub fn bare(id: &str, role: &str, time: i64, info_bytes: u64) -> Message {
-    Message {
+    Message::from(MessageFields {
         time_created: time,
         info_bytes,
-        ..Message::new(id, Role::Other(sym(role)))
-    }
+        ..MessageFields::new(id, Role::Other(sym(role)))
+    })
 }
 
 /// The message of a `summary` item: a compaction marker whose part is what
@@ -681,12 +681,12 @@ pub fn summary_item(item: &RawItem, time: i64) -> std::result::Result<(Message, 
     };
     let mut m = bare(&item.id, "summary", time, item.usage_json.len() as u64);
     m.set_usage(usage);
-    m.model = model_name(&item.model);
+    m.set_model(model_name(&item.model));
     let text = item.summary_text.as_str();
     let doctor = item.model == DOCTOR_MODEL;
     if !text.is_empty() {
-        m.summary = true;
-        m.time_completed = Some(time).into();
+        m.set_summary(true);
+        m.set_time_completed(Some(time).into());
         let sent = SUMMARY_PREFIX.len() + text.len();
         let mut p = part(
             &item.id,
@@ -711,7 +711,7 @@ pub fn summary_item(item: &RawItem, time: i64) -> std::result::Result<(Message, 
         })));
         m.parts.push(p);
     } else {
-        m.info_bytes += text.len() as u64;
+        m.set_info_bytes(m.info_bytes() + text.len() as u64);
     }
     Ok((
         m,
@@ -766,7 +766,7 @@ pub fn error_item(item: &RawItem, time: i64) -> std::result::Result<Message, Str
     let message = str_at(&v, "message").unwrap_or("").to_string();
     let code = str_at(&v, "code").unwrap_or("");
     if let Some(t) = str_at(&v, "created_at").and_then(rfc3339_ms) {
-        m.time_created = t;
+        m.set_time_created(t);
     }
     m.rare_mut().error = Some(StoredError {
         name: if code.is_empty() { "error" } else { code }.to_string(),

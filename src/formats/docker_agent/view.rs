@@ -263,7 +263,7 @@ pub fn finish(s: &mut Session, facts: &[Facts]) {
         let Some(mi) = items[at].msg else { continue };
         let trigger = items[..at].iter().rev().find_map(|f| {
             let m = &s.messages[f.msg?];
-            (m.role == crate::model::Role::Assistant && !m.usage().is_zero())
+            (m.role() == crate::model::Role::Assistant && !m.usage().is_zero())
                 .then(|| m.usage().overflow_count())
         });
         let tail = (e.effective_start < at as u64)

@@ -353,7 +353,7 @@ fn session_change(l: &mut Lineage, c: &SessionChange) {
 pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
     let mut out = s.clone();
     let mut facts = read_facts(ctx.conn, ctx.schema, &s.id)?;
-    let model: Option<Sym> = s.messages.iter().find_map(|m| m.model.clone());
+    let model: Option<Sym> = s.messages.iter().find_map(|m| m.model_sym().cloned());
     let index: HashMap<crate::model::Id, usize> = out
         .messages
         .iter()
@@ -430,7 +430,9 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
             let Ok(id) = m.id.parse::<i64>() else {
                 continue;
             };
-            if id >= target_id || !m.summary || !facts.get(m.id.as_str()).is_some_and(|f| f.active)
+            if id >= target_id
+                || !m.summary()
+                || !facts.get(m.id.as_str()).is_some_and(|f| f.active)
             {
                 continue;
             }
@@ -456,8 +458,8 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
             }
         }
         let first = kept.first().map(|&i| &out.messages[i]);
-        let first_role = first.map_or("user", |m| m.role.as_str()).to_string();
-        let first_ts = first.map_or(0.0, |m| m.time_created as f64 / 1000.0);
+        let first_role = first.map_or("user", |m| m.role().as_str()).to_string();
+        let first_ts = first.map_or(0.0, |m| m.time_created() as f64 / 1000.0);
         let row = RowData {
             id: next,
             role: summary_role(&first_role).to_string(),
@@ -466,7 +468,7 @@ pub fn apply(ctx: &Ctx<'_>, s: &Session, edits: &[Edit]) -> Result<Session> {
             ..Default::default()
         };
         let (summary, _) = parse_row(&row, model.as_ref(), ctx.location);
-        let marker = in_place_marker(&s.id, &summary.id, summary.time_created);
+        let marker = in_place_marker(&s.id, &summary.id, summary.time_created());
         facts.insert(
             summary.id.to_string(),
             RowFacts {
@@ -570,7 +572,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                     "active, compacted".to_string(),
                     json!(format!(
                         "{} row not sent on resume (archived or dropped by hermes)",
-                        m.role.as_str()
+                        m.role().as_str()
                     )),
                     json!("0, 1 (archived)"),
                 ),

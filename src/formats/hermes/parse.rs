@@ -579,12 +579,12 @@ pub fn in_place_marker(sid: &str, first_row: &str, time: i64) -> Message {
 }
 
 fn marker_message(id: String, time: i64, p: Part) -> Message {
-    Message {
+    Message::from(MessageFields {
         parent_optional: true,
         time_created: time,
         parts: std::iter::once(p).collect(),
-        ..Message::new(id, Role::Other(sym("compression")))
-    }
+        ..MessageFields::new(id, Role::Other(sym("compression")))
+    })
 }
 
 /// One `messages` row as stored: what parsing and editing need.
@@ -1011,7 +1011,7 @@ pub fn parse_row(
         }
     }
     let time = ms(row.timestamp);
-    let m = Message {
+    let m = Message::from(MessageFields {
         id: id.into(),
         role: role.clone(),
         parent_id: None,
@@ -1030,7 +1030,7 @@ pub fn parse_row(
         info_bytes: stored.saturating_sub(in_parts),
         parts: parts.into(),
         rare: None,
-    };
+    });
     (m, problems)
 }
 
@@ -1111,7 +1111,7 @@ pub fn mark_in_place(s: &mut Session, facts: &HashMap<String, RowFacts>) {
                     q.timestamp < p.timestamp || (p.compacted && !p.active && q.active)
                 })
                 .unwrap_or(rows.len());
-            if (w..end).any(|x| s.messages[rows[x]].summary) {
+            if (w..end).any(|x| s.messages[rows[x]].summary()) {
                 starts.push(w);
             }
         }
@@ -1119,7 +1119,7 @@ pub fn mark_in_place(s: &mut Session, facts: &HashMap<String, RowFacts>) {
     for &w in starts.iter().rev() {
         let at = rows[w];
         let prev = rows[w - 1];
-        let marker = in_place_marker(&s.id, &s.messages[at].id, s.messages[prev].time_created);
+        let marker = in_place_marker(&s.id, &s.messages[at].id, s.messages[prev].time_created());
         s.messages.insert(at, marker);
     }
 }

@@ -312,7 +312,7 @@ pub fn apply_after(
                 edit_message(&mut raw, &e.change);
                 let bytes = layout.serialize(&raw).len() as u64;
                 let parts = std::mem::take(&mut m.parts);
-                *m = parse_message(&m.id, raw.clone(), bytes, Some(m.time_created))
+                *m = parse_message(&m.id, raw.clone(), bytes, Some(m.time_created()))
                     .map_err(|err| anyhow!(err))?;
                 m.parts = parts;
                 m.rare_mut().raw = Some(raw);
@@ -486,7 +486,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
             (
                 "message".to_string(),
                 json!(m
-                    .map(|m| format!("{} message with {} parts", m.role.as_str(), m.parts.len()))
+                    .map(|m| format!("{} message with {} parts", m.role().as_str(), m.parts.len()))
                     .unwrap_or_default()),
                 Value::Null,
             )

@@ -187,7 +187,7 @@ impl<'a> MessageInfo<'a> {
             Some(t) => t,
             None => return Err(&CREATED),
         };
-        Ok(Message {
+        Ok(Message::from(MessageFields {
             id: id.into(),
             role,
             parent_id: self.parent.map(|p| (*p).into()),
@@ -209,7 +209,7 @@ impl<'a> MessageInfo<'a> {
             model: self.model.map(|m| sym(&m)),
             info_bytes,
             parts: crate::model::Parts::new(),
-        })
+        }))
     }
 }
 
@@ -695,7 +695,7 @@ pub(super) fn assemble(session: &mut Session, mut parts: Vec<(String, Part)>) {
 pub(super) fn sort_messages(session: &mut Session) {
     session
         .messages
-        .sort_by(|a, b| (a.time_created, &a.id).cmp(&(b.time_created, &b.id)));
+        .sort_by(|a, b| (a.time_created(), &a.id).cmp(&(b.time_created(), &b.id)));
 }
 
 /// Collects parts, in any order, under the messages they name, while the
@@ -879,9 +879,10 @@ mod part_sink_tests {
         let mut s = Session::new(Agent::Opencode, "ses_1", None, "opencode.db".into());
         s.messages = messages
             .iter()
-            .map(|(id, role, t)| Message {
-                time_created: *t,
-                ..Message::new(*id, role.clone())
+            .map(|(id, role, t)| {
+                let mut m = Message::new(*id, role.clone());
+                m.set_time_created(*t);
+                m
             })
             .collect();
         sort_messages(&mut s);

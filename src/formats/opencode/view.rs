@@ -5,7 +5,7 @@ use crate::model::{Message, Role};
 
 /// A summary that cuts history: an assistant with `summary`, a finish reason and no error.
 fn completed_summary(m: &Message) -> bool {
-    m.role == Role::Assistant && m.summary && m.finish.is_some() && m.error().is_none()
+    m.role() == Role::Assistant && m.summary() && m.finish().is_some() && m.error().is_none()
 }
 
 /// Indexes of `messages` (chronological) the model sees, in the order sent.
@@ -27,7 +27,7 @@ pub fn visible_view(messages: &[Message]) -> Vec<usize> {
             }
             continue;
         }
-        if m.role == Role::User && done.contains(m.id.as_str()) {
+        if m.role() == Role::User && done.contains(m.id.as_str()) {
             let Some(c) = m.compaction() else { continue };
             match c.tail_start_id.as_deref() {
                 None => break,
@@ -39,14 +39,14 @@ pub fn visible_view(messages: &[Message]) -> Vec<usize> {
             }
         }
         if completed_summary(m) {
-            if let Some(p) = m.parent_id.as_deref() {
+            if let Some(p) = m.parent_id() {
                 done.insert(p);
             }
         }
     }
     out.reverse();
     let w = out.iter().rposition(|&i| {
-        messages[i].role == Role::User
+        messages[i].role() == Role::User
             && messages[i]
                 .compaction()
                 .is_some_and(|c| c.tail_start_id.is_some())
@@ -56,9 +56,9 @@ pub fn visible_view(messages: &[Message]) -> Vec<usize> {
         let tail_id = head.compaction().and_then(|c| c.tail_start_id.clone());
         let j = out.iter().enumerate().position(|(k, &i)| {
             k > w
-                && messages[i].role == Role::Assistant
-                && messages[i].summary
-                && messages[i].parent_id.as_deref() == Some(head.id.as_str())
+                && messages[i].role() == Role::Assistant
+                && messages[i].summary()
+                && messages[i].parent_id() == Some(head.id.as_str())
         });
         let v = out
             .iter()
