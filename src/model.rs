@@ -303,21 +303,127 @@ pub enum ToolStatus {
     Other(Sym),
 }
 
-/// Tool call facts of a [`PartKind::Tool`] part.
+/// Tool call facts of a [`PartKind::Tool`] part: 64 bytes, with its id
+/// (a huge session holds one per call and one per result: 662,000 in the
+/// 1 GB rollout of benches/).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     /// The tool's name: a [`Sym`], shared by every call of the tool (a
     /// huge session holds hundreds of thousands of calls of a dozen tools).
     pub name: Sym,
-    /// The call's id as stored: a `Box<str>` (16 bytes, where a `String`
-    /// takes 24).
-    pub call_id: Box<str>,
+    /// The call's id as stored ([`CallId`]: held inline).
+    pub call_id: CallId,
     pub status: ToolStatus,
-    /// Characters of the tool output (or error text) as stored.
-    pub output_chars: u64,
+    /// Characters of the tool output (or error text) as stored, at most
+    /// `u32::MAX` ([`ToolCall::chars`]; no store a loader reads holds more
+    /// in one value: JSONL lines are cut at 512 MiB, SQLite values at 1 GB).
+    pub output_chars: u32,
     /// The agent already replaced this output by a placeholder when building
     /// requests (opencode `state.time.compacted`).
     pub output_cleared: bool,
+}
+
+impl ToolCall {
+    /// `n` characters as [`ToolCall::output_chars`] holds them (at most
+    /// `u32::MAX`).
+    pub fn chars(n: u64) -> u32 {
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// [`ToolCall::output_chars`] as a count of characters.
+    pub fn output_chars(&self) -> u64 {
+        u64::from(self.output_chars)
+    }
+}
+
+/// A tool call's id as stored: held inline up to 30 bytes (Codex `call_…`
+/// ids are 29 bytes, Claude Code `toolu_…` ids 30), boxed when longer; 32
+/// bytes, where a `Box<str>` took 16 and an allocation of its own (32 more,
+/// and one more allocation per call). Reads as a `str`.
+#[derive(Clone)]
+pub struct CallId(CallIdRepr);
+
+#[derive(Clone)]
+enum CallIdRepr {
+    Inline { len: u8, buf: [u8; CallId::INLINE] },
+    Boxed(Box<str>),
+}
+
+impl CallId {
+    /// Bytes held inline: 30.
+    pub const INLINE: usize = 30;
+}
+
+impl From<&str> for CallId {
+    fn from(s: &str) -> CallId {
+        if s.len() <= CallId::INLINE {
+            let mut buf = [0u8; CallId::INLINE];
+            buf[..s.len()].copy_from_slice(s.as_bytes());
+            return CallId(CallIdRepr::Inline {
+                len: s.len() as u8,
+                buf,
+            });
+        }
+        CallId(CallIdRepr::Boxed(s.into()))
+    }
+}
+
+impl From<String> for CallId {
+    fn from(s: String) -> CallId {
+        CallId::from(s.as_str())
+    }
+}
+
+impl From<std::borrow::Cow<'_, str>> for CallId {
+    fn from(s: std::borrow::Cow<'_, str>) -> CallId {
+        CallId::from(&*s)
+    }
+}
+
+impl std::ops::Deref for CallId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match &self.0 {
+            // Built from a `str` of `len` bytes: always UTF-8.
+            CallIdRepr::Inline { len, buf } => {
+                std::str::from_utf8(buf.get(..usize::from(*len)).unwrap_or_default())
+                    .unwrap_or_default()
+            }
+            CallIdRepr::Boxed(s) => s,
+        }
+    }
+}
+
+impl std::borrow::Borrow<str> for CallId {
+    fn borrow(&self) -> &str {
+        self
+    }
+}
+
+impl PartialEq for CallId {
+    fn eq(&self, o: &CallId) -> bool {
+        **self == **o
+    }
+}
+
+impl Eq for CallId {}
+
+impl std::hash::Hash for CallId {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (**self).hash(h)
+    }
+}
+
+impl std::fmt::Debug for CallId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl std::fmt::Display for CallId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
 }
 
 /// Compaction request facts of a [`PartKind::Compaction`] part.
@@ -1535,7 +1641,7 @@ pub struct Session {
 /// the agent writes beside the conversation and never sends the model
 /// (Codex `event_msg`, `turn_context`, `world_state` and unknown line types),
 /// its header, blank lines and lines it could not read. Kept as figures,
-/// 16 bytes a line (number, kind, bytes), not as messages: 1.27 million of
+/// 12 bytes a line (number, kind, bytes), not as messages: 1.27 million of
 /// the 2.4 million lines of the 1 GB rollout of benches/ are such lines, and
 /// a message took 152 bytes. Lines are added in file order; a kind is an
 /// index into a list of at most [`MetaLines::MAX_KINDS`] names (line types
@@ -1544,6 +1650,9 @@ pub struct Session {
 pub struct MetaLines {
     kinds: Vec<Sym>,
     lines: Vec<MetaLine>,
+    /// The bytes of lines of 4 GiB or more (whose [`MetaLine::bytes`]
+    /// field holds `u32::MAX`), by line number, ascending.
+    big: Vec<(u32, u64)>,
     /// Newest time stored on one of the lines (ms since the Unix epoch).
     newest: Option<i64>,
 }
@@ -1555,8 +1664,9 @@ pub struct MetaLine {
     pub line: std::num::NonZeroU32,
     /// Index into the kind names ([`MetaLines::kind_name`]).
     pub kind: u16,
-    /// Bytes of the line, its line ending included.
-    pub bytes: u64,
+    /// Bytes of the line, its line ending included ([`MetaLines::bytes_of`]:
+    /// `u32::MAX` stands for a line of 4 GiB or more).
+    bytes: u32,
 }
 
 /// What [`MetaLines::by_kind`] gives for one kind: its name, how many lines
@@ -1578,13 +1688,37 @@ impl MetaLines {
     /// when it stores one. Lines come in file order.
     pub fn push(&mut self, line: LineRef, kind: &str, time: Option<i64>) {
         let kind = self.kind_index(kind);
+        let (bytes, big) = held(line.bytes);
+        if big {
+            self.big.push((line.line.get(), line.bytes));
+        }
         self.lines.push(MetaLine {
             line: line.line,
             kind,
-            bytes: line.bytes,
+            bytes,
         });
         if let Some(t) = time {
             self.newest = Some(self.newest.map_or(t, |n| n.max(t)));
+        }
+    }
+
+    /// Room for `n` more lines: reserved up front from an estimate of the
+    /// file's lines, room never used is never touched (address space, not
+    /// memory), and the list is not copied as it grows (a copy of a list
+    /// of a million lines held both at once).
+    pub fn reserve(&mut self, n: usize) {
+        let _ = self.lines.try_reserve_exact(n);
+    }
+
+    /// The bytes of `l`, a line of this list.
+    pub fn bytes_of(&self, l: &MetaLine) -> u64 {
+        if l.bytes < u32::MAX {
+            return u64::from(l.bytes);
+        }
+        let n = l.line.get();
+        match self.big.binary_search_by_key(&n, |&(k, _)| k) {
+            Ok(i) => self.big[i].1,
+            Err(_) => u64::from(l.bytes),
         }
     }
 
@@ -1647,7 +1781,7 @@ impl MetaLines {
         for l in &self.lines {
             if let Some(c) = out.get_mut(usize::from(l.kind)) {
                 c.lines += 1;
-                c.bytes += l.bytes;
+                c.bytes += self.bytes_of(l);
             }
         }
         out.retain(|c| c.lines > 0);
@@ -1661,7 +1795,7 @@ impl MetaLines {
         for l in self.range(first, last) {
             if !keep(self.kind_name(l.kind)) {
                 n += 1;
-                bytes += l.bytes;
+                bytes += self.bytes_of(l);
             }
         }
         (n, bytes)
@@ -1681,12 +1815,19 @@ impl MetaLines {
     /// and kind name); answers the bytes removed.
     pub fn remove(&mut self, dropped: impl Fn(u64, &str) -> bool) -> u64 {
         let kinds = &self.kinds;
+        let big = &self.big;
         let name = |k: u16| kinds.get(usize::from(k)).map_or("", |s| &**s);
+        let bytes = |l: &MetaLine| match l.bytes {
+            u32::MAX => big
+                .binary_search_by_key(&l.line.get(), |&(k, _)| k)
+                .map_or(u64::from(u32::MAX), |i| big[i].1),
+            b => u64::from(b),
+        };
         let mut removed = 0u64;
         self.lines.retain(|l| {
             let gone = dropped(u64::from(l.line.get()), name(l.kind));
             if gone {
-                removed += l.bytes;
+                removed += bytes(l);
             }
             !gone
         });
@@ -2057,6 +2198,9 @@ mod tests {
         // Its one part inline: no allocation for it.
         assert!(message <= 72 + part, "Message is {message} bytes");
         assert_eq!(std::mem::size_of::<Parts>(), part);
+        // A tool call with its id inline: one allocation of 64 bytes.
+        assert_eq!(std::mem::size_of::<CallId>(), 32);
+        assert_eq!(std::mem::size_of::<ToolCall>(), 64);
         // An id is two words, and a line id of a huge rollout is inline.
         assert_eq!(std::mem::size_of::<Id>(), 16);
         assert!(crate::formats::codex::ids::part("L2415110", 12).is_inline());
@@ -2087,7 +2231,7 @@ mod tests {
         m.push(at(3, 5), "event_msg/token_count", Some(7));
         m.push(at(4, 6), "turn_context", Some(3));
         m.push(at(9, 4), "event_msg/token_count", None);
-        assert_eq!(std::mem::size_of::<MetaLine>(), 16);
+        assert_eq!(std::mem::size_of::<MetaLine>(), 12);
         assert_eq!(m.len(), 4);
         assert_eq!(m.newest_time(), Some(7));
         let kinds: Vec<(String, u64, u64)> = m
@@ -2119,6 +2263,31 @@ mod tests {
             .expect("the rest share one kind");
         // 4,095 kinds by name, then the other 11 under one.
         assert_eq!(other.lines, 11);
+    }
+
+    /// A call id reads back as stored, inline or boxed, and hashes and
+    /// compares as its text (maps of ids are looked up by `str`).
+    #[test]
+    fn call_ids_read_back_inline_or_boxed() {
+        use std::collections::HashMap;
+        let short = "call_BpTazJ89W9PntRqGPwDNfwEY";
+        let long = "x".repeat(CallId::INLINE + 1);
+        let edge = "é".repeat(CallId::INLINE / 2);
+        for s in [short, &long, &edge, "", "toolu_01ABCDEFGHIJKLMNOPQRSTUV"] {
+            let c = CallId::from(s);
+            assert_eq!(&*c, s);
+            assert_eq!(c.to_string(), s);
+            let mut m: HashMap<CallId, usize> = HashMap::new();
+            m.insert(c.clone(), 1);
+            assert_eq!(m.get(s), Some(&1));
+            assert_eq!(c, CallId::from(s.to_string()));
+        }
+        assert!(matches!(CallId::from(short).0, CallIdRepr::Inline { .. }));
+        assert!(matches!(
+            CallId::from(long.as_str()).0,
+            CallIdRepr::Boxed(_)
+        ));
+        assert_eq!(ToolCall::chars(u64::MAX), u32::MAX);
     }
 
     /// `OptMillis` gives back every time but `i64::MIN` (kept as one

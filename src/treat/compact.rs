@@ -316,7 +316,7 @@ fn truncate_tool_outputs(s: &Session, t: &Target) -> Vec<Edit> {
             if tool.status != ToolStatus::Completed || tool.output_cleared {
                 continue;
             }
-            let tokens = estimate_tokens(tool.output_chars);
+            let tokens = estimate_tokens(tool.output_chars());
             if used.saturating_add(tokens) <= keep_tokens {
                 used = used.saturating_add(tokens);
                 continue;
@@ -361,7 +361,7 @@ fn truncate_text(s: &Session, t: &Target) -> Vec<Edit> {
                 TextField::Text => p.model_chars(),
                 _ => p
                     .model_chars()
-                    .saturating_sub(p.tool.as_ref().map_or(0, |t| t.output_chars)),
+                    .saturating_sub(p.tool.as_ref().map_or(0, |t| t.output_chars())),
             };
             if chars as usize > cap {
                 out.push(edit(
@@ -827,7 +827,7 @@ fn step_may_edit(p: &crate::model::Part, t: &Target) -> bool {
     !p.media().is_empty()
         || p.tool
             .as_ref()
-            .is_some_and(|x| x.output_chars > MIN_TOOL_OUTPUT_CAP as u64)
+            .is_some_and(|x| x.output_chars() > MIN_TOOL_OUTPUT_CAP as u64)
         || p.model_chars() > t.overflow_budget().saturating_mul(4)
 }
 

@@ -496,7 +496,7 @@ fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> 
                     } else {
                         ToolStatus::Completed
                     },
-                    output_chars: f.chars,
+                    output_chars: ToolCall::chars(f.chars),
                     output_cleared: false,
                 }));
                 // The structured copy of the output sits beside it in the line.

@@ -833,9 +833,10 @@ pub fn describe(ix: &crate::model::Lookup<'_>, e: &Edit) -> StoredChange {
             max_chars,
         } => {
             let chars = part.map_or(0, |p| match field {
-                TextField::ToolOutput => {
-                    p.tool.as_ref().map_or(p.model_chars(), |t| t.output_chars)
-                }
+                TextField::ToolOutput => p
+                    .tool
+                    .as_ref()
+                    .map_or(p.model_chars(), |t| t.output_chars()),
                 _ => p.model_chars(),
             });
             fig = ChangeFigures::truncate(chars, *max_chars);

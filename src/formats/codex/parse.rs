@@ -438,7 +438,7 @@ pub fn item_message(item: &Value, id: &str, line: LineRef, time: i64, total: u64
                 name: sym(""),
                 call_id: str_at(item, "call_id").unwrap_or("").into(),
                 status: ToolStatus::Completed,
-                output_chars: c,
+                output_chars: ToolCall::chars(c),
                 output_cleared: false,
             }));
             m.parts.push(p);
@@ -1339,7 +1339,7 @@ fn typed_item_message(
                 name: sym(""),
                 call_id: call_id.as_deref().unwrap_or_default().into(),
                 status: ToolStatus::Completed,
-                output_chars: out.chars,
+                output_chars: ToolCall::chars(out.chars),
                 output_cleared: false,
             }));
             m.parts.push(p);
@@ -1484,7 +1484,7 @@ struct Loader {
     /// `total_tokens` of the last request reported.
     last_request: Option<u64>,
     /// Calls without an output yet: call id -> (message, part) index.
-    open_calls: HashMap<Box<str>, (usize, usize)>,
+    open_calls: HashMap<CallId, (usize, usize)>,
     /// The tool name of every call seen, by the 64-bit key of its call id
     /// ([`call_key`]): an output takes its call's name. Kept for the whole
     /// rollout (an output may repeat a closed call's id), so its entry is
@@ -2233,6 +2233,7 @@ fn load_lines(
     let _ =
         l.s.messages
             .try_reserve_exact(lines.saturating_add(lines / 4));
+    l.s.meta_lines.reserve(lines);
     let mut r = crate::formats::LineReader::new(r, size_hint);
     let mut offset = 0u64;
     let mut n = 0u64;

@@ -474,7 +474,7 @@ pub fn message_item(
             } else {
                 ToolStatus::Completed
             },
-            output_chars: chars(content),
+            output_chars: ToolCall::chars(chars(content)),
             output_cleared: false,
         }));
         if !call_id.is_empty() {

@@ -538,7 +538,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
                 _ => "content".to_string(),
             };
             let chars = part.map_or(0, |p| match field {
-                TextField::ToolOutput => p.tool.as_ref().map_or(p.model_chars(), |t| t.output_chars),
+                TextField::ToolOutput => p.tool.as_ref().map_or(p.model_chars(), |t| t.output_chars()),
                 _ => p.model_chars(),
             });
             fig = ChangeFigures::truncate(chars, *max_chars);

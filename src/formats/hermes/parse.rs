@@ -1043,7 +1043,7 @@ fn tool_result(id: String, row: &RowData, model_chars: u64, wire: u64, stored: u
         name: sym(row.tool_name.as_deref().unwrap_or_default()),
         call_id: row.tool_call_id.as_deref().unwrap_or_default().into(),
         status: ToolStatus::Completed,
-        output_chars: model_chars,
+        output_chars: ToolCall::chars(model_chars),
         output_cleared: false,
     }));
     p

@@ -464,7 +464,7 @@ pub fn describe(ix: &crate::model::Lookup<'_>, edit: &Edit) -> StoredChange {
         } => {
             let output = part
                 .and_then(|p| p.tool.as_ref())
-                .map_or(0, |t| t.output_chars);
+                .map_or(0, |t| t.output_chars());
             let total = part.map_or(0, |p| p.model_chars());
             let (name, chars) = match field {
                 TextField::Text => ("text", total),

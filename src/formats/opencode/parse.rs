@@ -466,7 +466,7 @@ impl<'a> PartInfo<'a> {
                     name: sym(self.tool.as_deref().unwrap_or("")),
                     call_id: self.call_id.as_deref().unwrap_or("").into(),
                     status,
-                    output_chars: output.chars,
+                    output_chars: ToolCall::chars(output.chars),
                     output_cleared: cleared,
                 }));
             }
