@@ -510,7 +510,7 @@ pub struct KeptEntry {
 /// One stored part of a message (its message is the one that holds it).
 /// 56 bytes: a huge session holds one per content item (1.17 million in
 /// the 1 GB rollout of benches/). Its size figures are held in 32 bits (a
-/// figure of 4 GiB or more is kept whole beside them, [`PartExtra`]), and
+/// figure of 4 GiB or more is kept whole beside them, `PartExtra`), and
 /// what few parts hold (media, a compaction marker, added JSON) is boxed
 /// apart; both are read and set through methods.
 #[derive(Debug, Clone)]
@@ -738,7 +738,7 @@ impl Part {
         self.extra_mut().compaction = c;
     }
 
-    /// The JSON text of a part no stored row or line holds ([`PartExtra`]).
+    /// The JSON text of a part no stored row or line holds (`PartExtra`).
     pub fn raw(&self) -> Option<&String> {
         self.extra.as_ref()?.raw.as_ref()
     }
@@ -808,7 +808,7 @@ pub struct MessageFields {
 
 /// One stored message. 128 bytes with one part (1.15 million in the 1 GB
 /// rollout of benches/, where a message with its part took 264): role,
-/// model and finish reason share one interned pointer ([`Class`]), sizes
+/// model and finish reason share one interned pointer (`Class`), sizes
 /// are held in 32 bits (a size of 4 GiB or more is kept whole apart), and
 /// what few messages set (a parent, a response id, a completion time other
 /// than the creation time, an error) is boxed apart. Fields are read and

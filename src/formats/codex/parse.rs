@@ -18,18 +18,21 @@
 //!   `message`, the summary text). Without a `replacement_history` (older
 //!   versions), the marker itself carries `message` as what Codex sends.
 //! - every other line (`event_msg`, `turn_context`, `world_state`,
-//!   `token_usage_record`, unknown types, older `record_type` lines): a
-//!   message without parts whose role is the line type (`event_msg/<type>`
-//!   for events); it sends nothing to the model. Unknown types are kept and
-//!   counted, never an error.
+//!   `token_usage_record`, unknown types, older `record_type` lines) holds
+//!   no message: it sends nothing to the model, and is kept as figures in
+//!   [`Session::meta_lines`] (kind `event_msg/<type>` for events, else the
+//!   line type), as are the header, blank and unreadable lines. Unknown
+//!   types are kept and counted, never an error.
 //! - `event_msg` `token_count`: a count whose cumulative `total_token_usage`
 //!   changed reports one request; its `last_token_usage` goes to the newest
 //!   model output item (or `compacted` line: a summarization request) since
-//!   the previous request, else stays on the `token_count` line. A count whose
-//!   total did not change reports no request: a repeat (ignored) or, when
-//!   `last_token_usage` is all zero but `total_tokens`, Codex's estimate of
-//!   the history (written around a compaction): kept on its own line as a
-//!   usage record, never as context.
+//!   the previous request, else stays on the `token_count` line, which is
+//!   then a message without parts (role `event_msg/token_count`). A count
+//!   whose `last_token_usage` is all zero but `total_tokens` is Codex's
+//!   estimate of the history (written around a compaction), whatever its
+//!   total did: kept on its own line as such a usage record, never as
+//!   context. Any other count whose total did not change is a repeat; a
+//!   count that gives nothing to its line holds no message.
 
 use super::ids;
 pub use super::view::visible_view;
@@ -1657,8 +1660,9 @@ impl Loader {
     }
 
     /// A line that is not a header, response item or compaction (see the
-    /// module notes): one message without parts, and what the loader learns
-    /// from it (the model, the context window, a request's usage).
+    /// module notes): a line that holds no message (a `token_count` that
+    /// keeps a usage record holds one), and what the loader learns from it
+    /// (the model, the context window, a request's usage).
     fn other(&mut self, o: Other<'_>, line: LineRef) {
         let ty = &*o.ty;
         if !matches!(ty, "event_msg" | "turn_context" | "record_type") {
