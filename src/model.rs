@@ -751,9 +751,8 @@ impl Part {
     }
 }
 
-/// The fields of a [`Message`], to build one ([`Message::from`]) or take
-/// one apart ([`Message::into_fields`]): a loader fills these in, and the
-/// message packs them (one pointer for role, model and finish, 32-bit sizes,
+/// The fields of a [`Message`], to build one ([`Message::from`]): a loader
+/// fills these in, and the message packs them (one pointer for role, model and finish, 32-bit sizes,
 /// what few messages set boxed apart).
 #[derive(Debug, Clone)]
 pub struct MessageFields {
@@ -1098,39 +1097,6 @@ impl Message {
     /// what their format stores.
     pub fn new(id: impl Into<Id>, role: Role) -> Message {
         Message::from(MessageFields::new(id, role))
-    }
-
-    /// The message's fields, as [`MessageFields`] gives them.
-    pub fn into_fields(self) -> MessageFields {
-        let line = self.line();
-        let info_bytes = self.info_bytes();
-        let time_completed = self.time_completed();
-        let (sidechain, parent_optional, summary) =
-            (self.sidechain(), self.parent_optional(), self.summary());
-        let ClassData {
-            role,
-            model,
-            finish,
-        } = (*self.class.0).clone();
-        let ext = self.ext.map(|e| *e).unwrap_or_default();
-        MessageFields {
-            id: self.id,
-            role,
-            parent_id: ext.parent_id,
-            line,
-            sidechain,
-            parent_optional,
-            response_id: ext.response_id,
-            time_created: self.time_created,
-            time_completed,
-            summary,
-            finish,
-            usage: self.usage,
-            model,
-            info_bytes,
-            parts: self.parts,
-            rare: ext.rare,
-        }
     }
 
     fn ext_mut(&mut self) -> &mut MessageExt {
