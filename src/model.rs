@@ -752,8 +752,8 @@ impl Part {
 }
 
 /// The fields of a [`Message`], to build one ([`Message::from`]): a loader
-/// fills these in, and the message packs them (one pointer for role, model and finish, 32-bit sizes,
-/// what few messages set boxed apart).
+/// fills these in, and the message packs them (one pointer for role, model
+/// and finish, 32-bit sizes, what few messages set boxed apart).
 #[derive(Debug, Clone)]
 pub struct MessageFields {
     pub id: Id,
