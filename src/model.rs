@@ -1073,15 +1073,12 @@ impl BadCount {
         })
     }
 
-    /// [`BadCount::of_value`] of a count kept as raw JSON text: the same
+    /// [`BadCount::of_value`] of a count kept as raw JSON text (`raw`, the
+    /// value as stored; `None` when absent or `null`): the same
     /// answer as for its tree, so a typed reader and a tree reader of the
     /// same text agree.
-    pub fn of_raw(
-        field: &'static str,
-        raw: Option<&serde_json::value::RawValue>,
-        fractions: bool,
-    ) -> Option<Self> {
-        let t = raw?.get();
+    pub fn of_raw(field: &'static str, raw: Option<&str>, fractions: bool) -> Option<Self> {
+        let t = raw?;
         // The common case, a plain integer, needs no tree.
         if t.bytes().all(|b| b.is_ascii_digit()) && t.parse::<u64>().is_ok() {
             return None;

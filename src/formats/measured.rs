@@ -88,6 +88,25 @@ impl Figures {
         }
     }
 
+    /// The figures of a validated JSON string as stored
+    /// ([`crate::formats::json_scan::Scan::string`]), without decoding it;
+    /// `None` when it holds a `\u` escape (the caller decodes it). Each
+    /// other escape is two characters stored for one character and one
+    /// byte decoded, and none of them decodes to a character of the
+    /// marker, which holds none of `" \ /` or a control byte: so the marker
+    /// is in the stored text exactly when it is in the decoded one.
+    pub(crate) fn of_json(s: crate::formats::json_scan::JsonStr<'_>) -> Option<Figures> {
+        if s.unicode {
+            return None;
+        }
+        let escapes = u64::from(s.escapes);
+        Some(Figures {
+            chars: char_count(s.raw).saturating_sub(escapes),
+            bytes: (s.raw.len() as u64).saturating_sub(escapes),
+            marker: has_compact_marker(s.raw),
+        })
+    }
+
     /// The figures of `texts` joined by line feeds (`texts.join("\n")`; the
     /// marker, which holds no line feed, cannot span a join).
     pub(crate) fn joined(texts: impl IntoIterator<Item = Figures>) -> Figures {
@@ -476,9 +495,35 @@ impl<'de> serde::de::DeserializeSeed<'de> for CaptureIn {
     }
 }
 
+/// The text of one JSON value as stored (from its first byte to its last,
+/// no surrounding whitespace), borrowed from the line or row: what
+/// serde_json's `&RawValue` captures, in a type a reader of this crate can
+/// build too ([`crate::formats::json_scan`] splits a line into such values
+/// after validating it as serde_json would).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Json<'a>(&'a str);
+
+impl<'a> Json<'a> {
+    /// The value's text.
+    pub(crate) fn get(self) -> &'a str {
+        self.0
+    }
+
+    /// `text`, which a validating reader has accepted as one JSON value.
+    pub(crate) fn accepted(text: &'a str) -> Json<'a> {
+        Json(text)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Json<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'de serde_json::value::RawValue>::deserialize(d).map(|r| Json(r.get()))
+    }
+}
+
 /// A field kept as raw JSON text (borrowed from the line or row), decoded
 /// only when used. `None` when absent, or `null` for an `Option` field.
-pub(crate) type Raw<'a> = Option<&'a serde_json::value::RawValue>;
+pub(crate) type Raw<'a> = Option<Json<'a>>;
 
 /// A string field as `Value::as_str` answers: `Some(None)` when absent or
 /// not a string; the string, borrowed when it holds no escapes (the raw
@@ -486,7 +531,7 @@ pub(crate) type Raw<'a> = Option<&'a serde_json::value::RawValue>;
 /// not decode (a lone surrogate escape), for a reader that then leaves the
 /// text to the tree reader.
 pub(crate) fn raw_str(r: Raw<'_>) -> Option<Option<std::borrow::Cow<'_, str>>> {
-    let Some(t) = r.map(serde_json::value::RawValue::get) else {
+    let Some(t) = r.map(Json::get) else {
         return Some(None);
     };
     if !t.starts_with('"') {
@@ -515,6 +560,31 @@ pub(crate) fn raw_int<T: serde::de::DeserializeOwned>(r: Raw<'_>) -> Option<T> {
 mod tests {
     use super::*;
     use std::borrow::Cow;
+
+    /// [`Figures::of_json`] gives the figures of the decoded string, or
+    /// leaves a `\u` escape to the decoder.
+    #[test]
+    fn figures_of_stored_strings_are_those_of_the_decoded_ones() {
+        use crate::formats::json_scan::Scan;
+        for text in [
+            r#""""#,
+            "\"plain caf\u{e9} \u{1f600}\"",
+            r#""a\nb\t\"q\" \\ \/ \b\f\r""#,
+            r#""x session-doctor compact: cut y""#,
+            r#""session-doctor compact\n""#,
+            r#""\"session-doctor compact\"""#,
+            r#""session-doctor\ncompact""#,
+            r#""h\u00e9llo""#,
+            r#""\u0073ession-doctor compact""#,
+        ] {
+            let s = Scan::new(text).string().expect(text);
+            let decoded: String = serde_json::from_str(text).unwrap();
+            match Figures::of_json(s) {
+                Some(f) => assert_eq!(f, Figures::of(&decoded), "{text}"),
+                None => assert!(text.contains("\\u"), "{text}"),
+            }
+        }
+    }
 
     /// [`JsonLen`] answers what a tree of the same text writes back
     /// (`serde_json::to_writer` of the `Value`): on random documents (every

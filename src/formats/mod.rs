@@ -8,6 +8,7 @@ pub mod claude;
 pub mod codex;
 pub mod docker_agent;
 pub mod hermes;
+pub(crate) mod json_scan;
 pub(crate) mod measured;
 pub mod opencode;
 #[cfg(test)]

@@ -20,13 +20,13 @@
 //!   last line with no newline that is not JSON is a torn tail.
 
 use super::{file_name, view};
+use crate::formats::json_scan::Scan;
 use crate::formats::{prescan, MAX_DEPTH};
 use crate::measure::media_from_base64;
 use crate::model::*;
 use anyhow::{Context, Result};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::io::Read;
@@ -37,7 +37,7 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-use crate::formats::measured::{raw_int, raw_str, raw_true, Figures, Lenient, Measured, Raw};
+use crate::formats::measured::{raw_int, raw_str, raw_true, Figures, Json, Lenient, Measured, Raw};
 use crate::measure::char_count as chars;
 
 /// Milliseconds since the Unix epoch of an RFC 3339 timestamp; 0 when absent or unparsable.
@@ -190,6 +190,9 @@ fn rfig(r: Raw<'_>) -> Option<Figures> {
     if !t.starts_with('"') {
         return None;
     }
+    if let Some(f) = Scan::new(t).string().and_then(Figures::of_json) {
+        return Some(f);
+    }
     serde_json::from_str::<Measured>(t)
         .ok()
         .and_then(Measured::str)
@@ -205,6 +208,9 @@ impl<'a> BlockFields<'a, Measured> {
     fn read(raw: &'a str) -> MeasuredBlock<'a> {
         if !raw.starts_with('{') {
             return MeasuredBlock::default();
+        }
+        if let Some(b) = Self::scan(raw) {
+            return b;
         }
         if let Ok(b) = serde_json::from_str::<MeasuredBlock<'a>>(raw) {
             return b;
@@ -227,6 +233,64 @@ impl<'a> BlockFields<'a, Measured> {
     }
 }
 
+impl<'a> BlockFields<'a, Measured> {
+    /// The block `raw` read by [`Scan`], or `None` where it gives the
+    /// block up (a repeated or escaped key, a text with a `\u` escape, a
+    /// number that may be out of range): the block serde reads.
+    fn scan(raw: &'a str) -> Option<MeasuredBlock<'a>> {
+        let mut b = MeasuredBlock::default();
+        let mut seen = 0u32;
+        let mut s = Scan::new(raw);
+        s.object(&mut |key, s| {
+            let (bit, slot) = match key {
+                "type" => (0, &mut b.ty),
+                "name" => (1, &mut b.name),
+                "id" => (2, &mut b.id),
+                "input" => (3, &mut b.input),
+                "tool_use_id" => (4, &mut b.tool_use_id),
+                "is_error" => (5, &mut b.is_error),
+                "content" => (6, &mut b.content),
+                "source" => (7, &mut b.source),
+                "text" | "thinking" | "data" => {
+                    let (bit, m) = match key {
+                        "text" => (8, &mut b.text),
+                        "thinking" => (9, &mut b.thinking),
+                        _ => (10, &mut b.data),
+                    };
+                    take(&mut seen, bit)?;
+                    *m = measured_scan(s)?;
+                    return Some(());
+                }
+                _ => {
+                    s.value()?;
+                    return Some(());
+                }
+            };
+            take(&mut seen, bit)?;
+            *slot = not_null(s.value()?);
+            Some(())
+        })?;
+        s.end()?;
+        Some(b)
+    }
+}
+
+/// A value read as [`Measured`] reads it, by [`Scan`]: `None` for a string
+/// with a `\u` escape ([`Figures::of_json`]).
+fn measured_scan(s: &mut Scan<'_>) -> Option<Measured> {
+    Some(match s.peek()? {
+        b'"' => Measured::Str(Figures::of_json(s.string()?)?),
+        b'[' | b'{' => {
+            s.value()?;
+            Measured::Nested
+        }
+        _ => {
+            s.value()?;
+            Measured::Absent
+        }
+    })
+}
+
 /// A JSON string field, borrowed when it holds no escapes; `None` when
 /// absent, not a string or not decodable ([`raw_str`]).
 fn rstr<'a>(r: Raw<'a>) -> Option<Cow<'a, str>> {
@@ -243,7 +307,7 @@ fn robj<'a, T: Deserialize<'a> + Default>(r: Raw<'a>) -> T {
 }
 
 /// The elements of an array field.
-fn rarr<'a>(r: Raw<'a>) -> Vec<&'a RawValue> {
+fn rarr<'a>(r: Raw<'a>) -> Vec<Json<'a>> {
     match r {
         Some(r) if r.get().starts_with('[') => serde_json::from_str(r.get()).unwrap_or_default(),
         _ => Vec::new(),
@@ -266,12 +330,17 @@ pub(crate) fn line_uuid(body: &[u8]) -> Option<String> {
     if first != Some(b'{') {
         return None;
     }
-    let scan = prescan(body);
-    if scan.too_deep(body) || scan.number_out_of_range(body) {
-        return None;
-    }
     let mut scratch = None;
-    let f = Fields::read(body, &mut scratch).ok()?;
+    let f = match Fields::scan(body) {
+        Some(f) => f,
+        None => {
+            let scan = prescan(body);
+            if scan.too_deep(body) || scan.number_out_of_range(body) {
+                return None;
+            }
+            Fields::read(body, &mut scratch).ok()?
+        }
+    };
     if parent_not_an_id(&f).is_some() || message_not_usable(&f, body).is_some() {
         return None;
     }
@@ -279,6 +348,59 @@ pub(crate) fn line_uuid(body: &[u8]) -> Option<String> {
 }
 
 impl<'a> Fields<'a> {
+    /// The fields of one line read by [`crate::formats::json_scan`], or
+    /// `None` when it gives the line up (not JSON, a repeated key, an
+    /// escaped key, a `message` that is neither an object nor a plain value,
+    /// bytes that are not UTF-8, a number that may be out of range, deep
+    /// nesting): the same fields [`Fields::read`] gives, and a line the
+    /// prescan checks ([`crate::formats::Prescan`]) pass.
+    pub(crate) fn scan(body: &'a [u8]) -> Option<Fields<'a>> {
+        let text = crate::formats::utf8(body)?;
+        let mut f = Fields::default();
+        let mut seen = 0u32;
+        let mut s = Scan::new(text);
+        s.object(&mut |key, s| {
+            let (bit, slot) = match key {
+                "uuid" => (0, &mut f.uuid),
+                "parentUuid" => (1, &mut f.parent),
+                "logicalParentUuid" => (2, &mut f.logical_parent),
+                "type" => (3, &mut f.ty),
+                "subtype" => (4, &mut f.subtype),
+                "isSidechain" => (5, &mut f.sidechain),
+                "isMeta" => (6, &mut f.meta),
+                "isCompactSummary" => (7, &mut f.compact_summary),
+                "isApiErrorMessage" => (8, &mut f.api_error),
+                "timestamp" => (9, &mut f.timestamp),
+                "requestId" => (10, &mut f.request_id),
+                "error" => (11, &mut f.error),
+                "apiErrorStatus" => (12, &mut f.api_error_status),
+                "leafUuid" => (13, &mut f.leaf),
+                "customTitle" => (14, &mut f.custom_title),
+                "aiTitle" => (15, &mut f.ai_title),
+                "title" => (16, &mut f.title),
+                "summary" => (17, &mut f.summary),
+                "toolUseResult" => (18, &mut f.tool_use_result),
+                "compactMetadata" => (19, &mut f.compact_metadata),
+                "attachment" => (20, &mut f.attachment),
+                "cwd" => (21, &mut f.cwd),
+                "message" => {
+                    take(&mut seen, 22)?;
+                    f.message = Lenient(message_scan(s)?);
+                    return Some(());
+                }
+                _ => {
+                    s.value()?;
+                    return Some(());
+                }
+            };
+            take(&mut seen, bit)?;
+            *slot = not_null(s.value()?);
+            Some(())
+        })?;
+        s.end()?;
+        Some(f)
+    }
+
     /// The fields of one line. A line with repeated keys (which the tree
     /// reader took the last of) is read through a tree, then again.
     pub(crate) fn read(
@@ -322,6 +444,50 @@ impl<'a> Fields<'a> {
             _ => None,
         })
     }
+}
+
+/// Marks field `bit` of a [`Fields::scan`] as read; `None` when it was
+/// already (a repeated key, which serde refuses and the tree reader takes
+/// the last of).
+fn take(seen: &mut u32, bit: u32) -> Option<()> {
+    let was = *seen;
+    *seen |= 1 << bit;
+    (was & (1 << bit) == 0).then_some(())
+}
+
+/// A raw field as `Option<&RawValue>` reads it: `null` is absent.
+fn not_null(v: Json<'_>) -> Raw<'_> {
+    (v.get() != "null").then_some(v)
+}
+
+/// `message` read by [`Fields::scan`] as [`Lenient`] reads it: an object's
+/// fields, or none for any other value; `None` (give the line up) for a
+/// repeated or escaped key or a string with an escape (which the lenient
+/// read decodes, and may refuse).
+fn message_scan<'a>(s: &mut Scan<'a>) -> Option<Option<MessageFields<'a>>> {
+    if s.peek()? != b'{' {
+        let v = s.value()?;
+        return (!(v.get().starts_with('"') && v.get().contains('\\'))).then_some(None);
+    }
+    let mut m = MessageFields::default();
+    let mut seen = 0u32;
+    s.object(&mut |key, s| {
+        let (bit, slot) = match key {
+            "id" => (0, &mut m.id),
+            "model" => (1, &mut m.model),
+            "content" => (2, &mut m.content),
+            "usage" => (3, &mut m.usage),
+            "stop_reason" => (4, &mut m.stop_reason),
+            _ => {
+                s.value()?;
+                return Some(());
+            }
+        };
+        take(&mut seen, bit)?;
+        *slot = not_null(s.value()?);
+        Some(())
+    })?;
+    Some(Some(m))
 }
 
 /// Text of a `tool_result.content` (a string, or the `text` blocks of an array).
@@ -423,7 +589,7 @@ pub(super) fn block_id(uuid: &str, k: usize) -> String {
 }
 
 /// The parts of a line's `message.content` (a string, or blocks).
-fn content_parts(uuid: &str, content: &RawValue, tool_use_result_bytes: u64) -> Vec<Part> {
+fn content_parts(uuid: &str, content: Json<'_>, tool_use_result_bytes: u64) -> Vec<Part> {
     let mut out = Vec::new();
     let text = content.get();
     if text.starts_with('"') {
@@ -580,7 +746,7 @@ pub(crate) fn parse_fields(
                 ),
             ]
             .into_iter()
-            .filter_map(|(field, r)| BadCount::of_raw(field, r, false))
+            .filter_map(|(field, r)| BadCount::of_raw(field, r.map(Json::get), false))
             .collect();
             usage = Usage {
                 input: raw_int::<u64>(u.input_tokens).unwrap_or(0),
@@ -845,7 +1011,7 @@ fn message_not_usable(v: &Fields<'_>, body: &[u8]) -> Option<String> {
     if !matches!(rstr(v.ty).as_deref(), Some("user" | "assistant")) {
         return None;
     }
-    let found = |r: &RawValue| {
+    let found = |r: Json<'_>| {
         let t = r.get();
         serde_json::from_str::<Value>(t).map_or_else(
             |_| t.chars().take(40).collect(),
@@ -906,8 +1072,12 @@ fn read_line(buf: &[u8], line: LineRef, fi: usize, want_cwd: bool) -> LineRead {
     }
     let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
     let mut scratch = None;
-    let scan = (first == Some(b'{')).then(|| prescan(body));
-    let parsed = if let Some(scan) = scan {
+    // Most lines: one validating scan that also answers the prescan checks.
+    let fast = (first == Some(b'{')).then(|| Fields::scan(body)).flatten();
+    let scan = (first == Some(b'{') && fast.is_none()).then(|| prescan(body));
+    let parsed = if let Some(f) = fast {
+        Ok(f)
+    } else if let Some(scan) = scan {
         if scan.too_deep(body) {
             Err(format!(
                 "nesting deeper than {MAX_DEPTH} levels (the JSON reader's limit: the line could not be edited)"
@@ -1244,6 +1414,122 @@ pub(super) fn finish(s: &mut Session) {
 mod one_pass_tests {
     use super::*;
 
+    /// Every field of a line as read, raw, in one list.
+    fn field_texts<'a>(f: &Fields<'a>) -> Vec<Option<&'a str>> {
+        let m = f.message.0.as_ref();
+        let mut v: Vec<Raw<'a>> = vec![
+            f.uuid,
+            f.parent,
+            f.logical_parent,
+            f.ty,
+            f.subtype,
+            f.sidechain,
+            f.meta,
+            f.compact_summary,
+            f.api_error,
+            f.timestamp,
+            f.request_id,
+            f.error,
+            f.api_error_status,
+            f.leaf,
+            f.custom_title,
+            f.ai_title,
+            f.title,
+            f.summary,
+            f.tool_use_result,
+            f.compact_metadata,
+            f.attachment,
+            f.cwd,
+        ];
+        v.extend([
+            m.and_then(|m| m.id),
+            m.and_then(|m| m.model),
+            m.and_then(|m| m.content),
+            m.and_then(|m| m.usage),
+            m.and_then(|m| m.stop_reason),
+        ]);
+        let mut out: Vec<Option<&str>> = v.into_iter().map(|r| r.map(Json::get)).collect();
+        out.push(m.map(|_| "message is an object"));
+        out
+    }
+
+    /// [`Fields::scan`] reads every line it accepts into the fields serde
+    /// reads, and accepts most lines of the real transcripts (so the loader
+    /// takes the fast path, and these lines test it); the lines it gives
+    /// up are read by serde as before.
+    #[test]
+    fn the_line_scan_reads_the_fields_serde_reads() {
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        for e in walkdir::WalkDir::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/claude-code"))
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        {
+            let bytes = std::fs::read(e.path()).unwrap();
+            lines.extend(
+                bytes
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .map(<[u8]>::to_vec),
+            );
+        }
+        let real = lines.len();
+        assert!(real >= 500, "{real} lines");
+        for l in [
+            &br#"{"uuid":"a","uuid":"b"}"#[..],
+            br#"{"uuid":"a","message":{"content":"x","content":"y"}}"#,
+            br#"{"uu\u0069d":"a"}"#,
+            br#"{"uuid":"a","parentUuid":null,"message":"a \ud800 string"}"#,
+            br#"{"uuid":"a","message":[1,2],"n":1e400}"#,
+            br#"{"uuid":"a","message":7,"isMeta":true}"#,
+            br#"{"uuid":"a","message":null}"#,
+            b"{\"uuid\":\"a\",\"bad\":\"\xff\"}",
+            br#"{"uuid":"a","toolUseResult":{"x":[1,{"y":"\"q\" \\ \n"}]}} "#,
+            br#"{"uuid":"a",}"#,
+        ] {
+            lines.push(l.to_vec());
+        }
+        let mut scanned = 0;
+        for (n, l) in lines.iter().enumerate() {
+            let serde = crate::formats::from_line::<Fields<'_>>(l);
+            match Fields::scan(l) {
+                Some(f) => {
+                    scanned += usize::from(n < real);
+                    let want = serde.unwrap_or_else(|e| {
+                        panic!(
+                            "line {n}: scanned, serde refuses ({e}): {}",
+                            String::from_utf8_lossy(l)
+                        )
+                    });
+                    assert_eq!(field_texts(&f), field_texts(&want), "line {n}");
+                    let scan = prescan(l);
+                    assert!(
+                        !scan.too_deep(l) && !scan.number_out_of_range(l),
+                        "line {n}"
+                    );
+                }
+                // serde also reads a struct from an array (`[1]`), which
+                // the loader never asks it to: it reads objects only.
+                None => assert!(
+                    n >= real || serde.is_err() || !l.starts_with(b"{"),
+                    "line {n}: serde reads a real line the scan gives up: {}",
+                    String::from_utf8_lossy(l)
+                ),
+            }
+        }
+        assert!(
+            scanned * 100 >= real * 95,
+            "{scanned} of {real} lines scanned"
+        );
+        assert_eq!(
+            lines[real..]
+                .iter()
+                .map(|l| Fields::scan(l).is_some())
+                .collect::<Vec<_>>(),
+            [false, false, false, false, false, true, true, false, true, false]
+        );
+    }
+
     /// The figures of a block as the field reader reads them: the block's
     /// fields captured raw, each text decoded into its own string.
     fn reference(raw: &str) -> (Option<String>, [Option<Figures>; 3], Figures, usize) {
@@ -1256,7 +1542,7 @@ mod one_pass_tests {
         let result = Figures::of(&result_text_raw(b.content));
         let media = rarr(b.content)
             .into_iter()
-            .filter(|i| block_media(robj::<BlockFields<'_>>(Some(i)).source).is_some())
+            .filter(|i| block_media(robj::<BlockFields<'_>>(Some(*i)).source).is_some())
             .count();
         (
             rstr(b.ty).map(Cow::into_owned),

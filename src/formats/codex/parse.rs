@@ -38,8 +38,8 @@ use super::ids;
 pub use super::view::visible_view;
 use crate::budget::Limits;
 use crate::formats::measured::{
-    map_len, raw_str, seq_len, written_len, written_scalars, CaptureIn, Captured, Measured, Str,
-    Texts,
+    map_len, raw_str, seq_len, written_len, written_scalars, CaptureIn, Captured, Json, Measured,
+    Raw, Str, Texts,
 };
 use crate::measure::{has_compact_marker, parse_data_url};
 use crate::model::*;
@@ -760,7 +760,7 @@ impl<'a> TokenInfo<'a> {
 /// null, is refused (the line is then read as a tree).
 struct Info<'a> {
     window: Option<u64>,
-    total: Option<&'a serde_json::value::RawValue>,
+    total: Raw<'a>,
     last: Option<Counts>,
 }
 
@@ -917,9 +917,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Info<'a> {
                 visit_object(m, info, |k, info, m| {
                     match k {
                         "model_context_window" => info.window = m.next_value::<AsU64>()?.0,
-                        "total_token_usage" => {
-                            info.total = Some(m.next_value::<&'de serde_json::value::RawValue>()?)
-                        }
+                        "total_token_usage" => info.total = Some(m.next_value::<Json<'de>>()?),
                         "last_token_usage" => info.last = m.next_value()?,
                         _ => return Ok(false),
                     }
@@ -970,17 +968,17 @@ impl<'de> serde::Deserialize<'de> for Counts {
 /// and the line is read as a tree.
 struct ItemFields<'a> {
     ty: std::borrow::Cow<'a, str>,
-    name: Option<&'a serde_json::value::RawValue>,
+    name: Raw<'a>,
     arguments: Measured,
     input: Measured,
-    call_id: Option<&'a serde_json::value::RawValue>,
-    id: Option<&'a serde_json::value::RawValue>,
+    call_id: Raw<'a>,
+    id: Raw<'a>,
     output: Measured,
     summary: Texts,
     content: Texts,
     encrypted_content: Measured,
     /// A `message` item's `role`.
-    role: Option<&'a serde_json::value::RawValue>,
+    role: Raw<'a>,
     /// A `message` item's `content` (read only once the type is known).
     message: Option<MessageContent<'a>>,
 }
@@ -1367,7 +1365,7 @@ struct Envelope<'a> {
     /// the read that returned them; boxing took `pre_read`'s copies from 12
     /// to 5 a line and 3% off a rollout's instructions (callgrind).
     item: Option<Box<ItemFields<'a>>>,
-    timestamp: Option<&'a serde_json::value::RawValue>,
+    timestamp: Raw<'a>,
 }
 
 /// Line types the tree reader takes ([`Loader::line`]); a response item
@@ -1444,9 +1442,9 @@ impl<'de> serde::Deserialize<'de> for Envelope<'de> {
 #[derive(serde::Deserialize)]
 struct Payload<'a> {
     #[serde(rename = "type", borrow)]
-    ty: Option<&'a serde_json::value::RawValue>,
+    ty: Raw<'a>,
     #[serde(borrow)]
-    model: Option<&'a serde_json::value::RawValue>,
+    model: Raw<'a>,
     #[serde(default)]
     model_context_window: AsU64,
     #[serde(borrow)]
@@ -1959,7 +1957,7 @@ enum Pre {
 
 /// A timestamp read typed: `Some(None)` when absent or not a time the
 /// loader reads, `None` when its string cannot be read.
-fn raw_time(t: Option<&serde_json::value::RawValue>) -> Option<Option<i64>> {
+fn raw_time(t: Raw<'_>) -> Option<Option<i64>> {
     match t {
         Some(t) => Some(raw_str(Some(t))?.as_deref().and_then(time_ms_of)),
         None => Some(None),

@@ -5,7 +5,7 @@
 
 use super::view::visible_view;
 use super::PARENT_FIELD;
-use crate::formats::measured::{raw_int, raw_str, raw_true, Figures};
+use crate::formats::measured::{raw_int, raw_str, raw_true, Figures, Json};
 use crate::formats::Required;
 use crate::measure::parse_data_url;
 use crate::model::*;
@@ -146,7 +146,7 @@ impl<'a> MessageInfo<'a> {
         let bad_counts = [t.input, t.output, t.reasoning, cache.read, cache.write]
             .into_iter()
             .zip(COUNT_FIELDS)
-            .filter_map(|(r, (_, field))| BadCount::of_raw(field, r, true))
+            .filter_map(|(r, (_, field))| BadCount::of_raw(field, r.map(Json::get), true))
             .collect();
         let nested = f.model.0.unwrap_or_default();
         let model = match (raw_str(f.provider)?, raw_str(f.model_id)?) {
@@ -517,9 +517,8 @@ pub(crate) fn part_of_text(id: &str, text: &str, payload_bytes: u64) -> Option<P
 /// the same pass ([`Measured`]), never a tree. serde refuses a repeated
 /// field, which sends the text to the tree reader (that keeps the last).
 mod fast {
-    use crate::formats::measured::{raw_int, Lenient, Measured, Raw};
+    use crate::formats::measured::{raw_int, Json, Lenient, Measured, Raw};
     use serde::Deserialize;
-    use serde_json::value::RawValue;
 
     /// Whether the typed readers may read `text` at all: a JSON object the
     /// tree reader would accept too. They skip what they do not need
@@ -553,7 +552,7 @@ mod fast {
 
     impl<'de: 'a, 'a> Deserialize<'de> for Present<'a> {
         fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            <&'a RawValue>::deserialize(d).map(|r| Present(Some(r)))
+            Json::deserialize(d).map(|r| Present(Some(r)))
         }
     }
 
