@@ -50,6 +50,15 @@ pub(crate) struct JsonStr<'a> {
     pub unicode: bool,
 }
 
+/// An object key as [`Scan::object_with`] hands it over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Key<'a> {
+    /// A key with no escape: its text is the key.
+    Plain(&'a str),
+    /// A key with an escape (which serde_json decodes before matching it).
+    Escaped,
+}
+
 /// A cursor over one JSON text (`text`, valid UTF-8) that validates what
 /// it passes over. Every method returns `None` when the text is not what
 /// it reads or holds something left to serde_json (module notes); the
@@ -128,6 +137,60 @@ impl<'a> Scan<'a> {
         &mut self,
         field: &mut dyn FnMut(&'a str, &mut Scan<'a>) -> Option<()>,
     ) -> Option<()> {
+        self.object_with(&mut |key, s| match key {
+            Key::Plain(k) => field(k, s),
+            Key::Escaped => None,
+        })
+    }
+
+    /// Reads the next value, an array, calling `item(self)` for each of its
+    /// elements with the cursor at it, which `item` must read.
+    pub(crate) fn array(
+        &mut self,
+        item: &mut dyn FnMut(&mut Scan<'a>) -> Option<()>,
+    ) -> Option<()> {
+        if self.ws()? != b'[' {
+            return None;
+        }
+        self.open()?;
+        if self.ws()? == b']' {
+            self.i += 1;
+            self.depth -= 1;
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            match self.ws()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Runs `read` (which reads the next value) and gives the text of what
+    /// it read beside its answer.
+    pub(crate) fn spanned<T>(
+        &mut self,
+        read: impl FnOnce(&mut Scan<'a>) -> Option<T>,
+    ) -> Option<(Json<'a>, T)> {
+        self.ws()?;
+        let start = self.i;
+        let t = read(self)?;
+        Some((Json::accepted(self.text.get(start..self.i)?), t))
+    }
+
+    /// [`Scan::object`], with keys that hold an escape handed to `field`
+    /// too (as [`Key::Escaped`]: their value still to be read), for a
+    /// reader that must read on past them.
+    pub(crate) fn object_with(
+        &mut self,
+        field: &mut dyn FnMut(Key<'a>, &mut Scan<'a>) -> Option<()>,
+    ) -> Option<()> {
         if self.ws()? != b'{' {
             return None;
         }
@@ -143,10 +206,11 @@ impl<'a> Scan<'a> {
             }
             let start = self.i + 1;
             let found = skip_str(self.bytes(), start)?;
-            if found.escapes > 0 {
-                return None;
-            }
-            let key = self.text.get(start..found.end - 1)?;
+            let key = if found.escapes > 0 {
+                Key::Escaped
+            } else {
+                Key::Plain(self.text.get(start..found.end - 1)?)
+            };
             self.i = found.end;
             if self.ws()? != b':' {
                 return None;
@@ -595,5 +659,36 @@ mod tests {
         assert_eq!(seen, ["a=1", "b.c=\"x\"", "b.d=[1,{\"e\":2}]", "f=null"]);
         let mut s = Scan::new(r#"{"a\u0062":1}"#);
         assert!(s.object(&mut |_, s| s.value().map(|_| ())).is_none());
+        let mut keys = Vec::new();
+        let mut s = Scan::new(r#"{"a\u0062":1,"c":2}"#);
+        s.object_with(&mut |k, s| {
+            keys.push(k);
+            s.value().map(|_| ())
+        })
+        .unwrap();
+        assert_eq!(keys, [Key::Escaped, Key::Plain("c")]);
+        // Arrays item by item, each with its text.
+        let text = r#" [ {"t":1} , "x" ,[2, 3] ] "#;
+        let mut items = Vec::new();
+        let mut s = Scan::new(text);
+        let (whole, ()) = s
+            .spanned(|s| {
+                s.array(&mut |s| {
+                    items.push(s.spanned(|s| s.value())?.0.get());
+                    Some(())
+                })
+            })
+            .unwrap();
+        assert!(s.end().is_some());
+        assert_eq!(whole.get(), r#"[ {"t":1} , "x" ,[2, 3] ]"#);
+        assert_eq!(items, [r#"{"t":1}"#, r#""x""#, "[2, 3]"]);
+        for bad in ["[1,]", "[1 2]", "[", "[1,2"] {
+            assert!(
+                Scan::new(bad)
+                    .array(&mut |s| s.value().map(|_| ()))
+                    .is_none(),
+                "{bad}"
+            );
+        }
     }
 }

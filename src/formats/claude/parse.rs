@@ -20,7 +20,7 @@
 //!   last line with no newline that is not JSON is a torn tail.
 
 use super::{file_name, view};
-use crate::formats::json_scan::Scan;
+use crate::formats::json_scan::{Key, Scan};
 use crate::formats::{prescan, MAX_DEPTH};
 use crate::measure::media_from_base64;
 use crate::model::*;
@@ -50,9 +50,13 @@ fn millis(ts: Option<&str>) -> i64 {
 
 // ---------------------------------------------------------------------------
 // Reading a line without building a JSON tree: every field this module needs
-// is borrowed from the line as raw JSON (`&RawValue`) and decoded only when
-// used, so a line costs one validating scan, not a tree of allocations. A
-// field of an unexpected type reads as absent (as the tree-based reader did).
+// is borrowed from the line as raw JSON ([`Raw`]) and decoded only when used,
+// so a line costs one validating scan, not a tree of allocations. A field of
+// an unexpected type reads as absent (as the tree-based reader did). The scan
+// is [`Fields::scan`] (the crate's own, `json_scan`: 64 bytes a step through
+// strings); a line it gives up on (a repeated or escaped key, a number that
+// may be out of range, ...) is read by serde_json into the same struct
+// ([`Fields::read`]), and content blocks likewise ([`BlockFields::scan`]).
 
 /// The top-level fields of a transcript line this module reads.
 #[derive(Deserialize, Default)]
@@ -110,6 +114,12 @@ pub(crate) struct Fields<'a> {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct MessageFields<'a> {
+    /// The blocks of an array `content` with the text of each, read in
+    /// the line's own scan ([`Fields::scan`]); `None` when read otherwise
+    /// (serde, or a block [`block_at`] does not read exactly), and the
+    /// blocks are then read from `content`.
+    #[serde(skip)]
+    blocks: Option<Vec<(&'a str, MeasuredBlock<'a>)>>,
     #[serde(borrow)]
     id: Raw<'a>,
     #[serde(borrow)]
@@ -137,7 +147,7 @@ struct UsageFields<'a> {
 
 /// A content block's fields. Its texts (`text`, `thinking`, `data`) are
 /// raw JSON here; [`MeasuredBlock`] reads them as their figures.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Clone, Copy)]
 #[serde(default)]
 struct BlockFields<'a, T = Raw<'a>> {
     #[serde(borrow, rename = "type")]
@@ -234,52 +244,83 @@ impl<'a> BlockFields<'a, Measured> {
 }
 
 impl<'a> BlockFields<'a, Measured> {
-    /// The block `raw` read by [`Scan`], or `None` where it gives the
-    /// block up (a repeated or escaped key, a text with a `\u` escape, a
-    /// number that may be out of range): the block serde reads.
+    /// The block `raw` read by [`Scan`] ([`block_at`]), or `None` where
+    /// serde may read it otherwise (a repeated or escaped key, a text that
+    /// does not decode) or [`Scan`] gives it up.
     fn scan(raw: &'a str) -> Option<MeasuredBlock<'a>> {
-        let mut b = MeasuredBlock::default();
-        let mut seen = 0u32;
         let mut s = Scan::new(raw);
-        s.object(&mut |key, s| {
-            let (bit, slot) = match key {
-                "type" => (0, &mut b.ty),
-                "name" => (1, &mut b.name),
-                "id" => (2, &mut b.id),
-                "input" => (3, &mut b.input),
-                "tool_use_id" => (4, &mut b.tool_use_id),
-                "is_error" => (5, &mut b.is_error),
-                "content" => (6, &mut b.content),
-                "source" => (7, &mut b.source),
-                "text" | "thinking" | "data" => {
-                    let (bit, m) = match key {
-                        "text" => (8, &mut b.text),
-                        "thinking" => (9, &mut b.thinking),
-                        _ => (10, &mut b.data),
-                    };
-                    take(&mut seen, bit)?;
-                    *m = measured_scan(s)?;
-                    return Some(());
-                }
-                _ => {
-                    s.value()?;
-                    return Some(());
-                }
-            };
-            take(&mut seen, bit)?;
-            *slot = not_null(s.value()?);
-            Some(())
-        })?;
+        let (b, exact) = block_at(&mut s)?;
         s.end()?;
-        Some(b)
+        exact.then_some(b)
     }
 }
 
-/// A value read as [`Measured`] reads it, by [`Scan`]: `None` for a string
-/// with a `\u` escape ([`Figures::of_json`]).
-fn measured_scan(s: &mut Scan<'_>) -> Option<Measured> {
+/// The content block at the cursor, read as [`MeasuredBlock::read`] reads
+/// it (a value that is not an object is the default block), and whether
+/// that read is exact: `false` when serde may read the block otherwise (a
+/// repeated or escaped key, a text that does not decode), for the caller
+/// to read it again with serde. `None` when the text is not JSON or
+/// [`Scan`] gives it up.
+fn block_at<'a>(s: &mut Scan<'a>) -> Option<(MeasuredBlock<'a>, bool)> {
+    let mut b = MeasuredBlock::default();
+    if s.peek()? != b'{' {
+        s.value()?;
+        return Some((b, true));
+    }
+    let mut exact = true;
+    let mut seen = 0u32;
+    s.object_with(&mut |key, s| {
+        let Key::Plain(key) = key else {
+            exact = false;
+            return s.value().map(drop);
+        };
+        let (bit, slot) = match key {
+            "type" => (0, &mut b.ty),
+            "name" => (1, &mut b.name),
+            "id" => (2, &mut b.id),
+            "input" => (3, &mut b.input),
+            "tool_use_id" => (4, &mut b.tool_use_id),
+            "is_error" => (5, &mut b.is_error),
+            "content" => (6, &mut b.content),
+            "source" => (7, &mut b.source),
+            "text" | "thinking" | "data" => {
+                let (bit, m) = match key {
+                    "text" => (8, &mut b.text),
+                    "thinking" => (9, &mut b.thinking),
+                    _ => (10, &mut b.data),
+                };
+                if take(&mut seen, bit).is_none() {
+                    exact = false;
+                }
+                *m = measured_at(s, &mut exact)?;
+                return Some(());
+            }
+            _ => return s.value().map(drop),
+        };
+        if take(&mut seen, bit).is_none() {
+            exact = false;
+        }
+        *slot = not_null(s.value()?);
+        Some(())
+    })?;
+    Some((b, exact))
+}
+
+/// The value at the cursor read as [`Measured`] reads it. A string with a
+/// `\u` escape is decoded by serde (`exact` set to false when serde
+/// refuses it: a lone surrogate).
+fn measured_at(s: &mut Scan<'_>, exact: &mut bool) -> Option<Measured> {
     Some(match s.peek()? {
-        b'"' => Measured::Str(Figures::of_json(s.string()?)?),
+        b'"' => {
+            let (raw, js) = s.spanned(|s| s.string())?;
+            match Figures::of_json(js) {
+                Some(f) => Measured::Str(f),
+                None => serde_json::from_str::<Measured>(raw.get()).unwrap_or_else(|_| {
+                    *exact = false;
+                    Measured::Absent
+                }),
+            }
+        }
         b'[' | b'{' => {
             s.value()?;
             Measured::Nested
@@ -455,7 +496,7 @@ fn take(seen: &mut u32, bit: u32) -> Option<()> {
     (was & (1 << bit) == 0).then_some(())
 }
 
-/// A raw field as `Option<&RawValue>` reads it: `null` is absent.
+/// A raw field as serde reads an `Option` of it: `null` is absent.
 fn not_null(v: Json<'_>) -> Raw<'_> {
     (v.get() != "null").then_some(v)
 }
@@ -475,6 +516,22 @@ fn message_scan<'a>(s: &mut Scan<'a>) -> Option<Option<MessageFields<'a>>> {
         let (bit, slot) = match key {
             "id" => (0, &mut m.id),
             "model" => (1, &mut m.model),
+            "content" if s.peek()? == b'[' => {
+                take(&mut seen, 2)?;
+                let mut blocks = Vec::new();
+                let mut exact = true;
+                let (raw, ()) = s.spanned(|s| {
+                    s.array(&mut |s| {
+                        let (text, (b, ok)) = s.spanned(block_at)?;
+                        exact &= ok;
+                        blocks.push((text.get(), b));
+                        Some(())
+                    })
+                })?;
+                m.content = Some(raw);
+                m.blocks = exact.then_some(blocks);
+                return Some(());
+            }
             "content" => (2, &mut m.content),
             "usage" => (3, &mut m.usage),
             "stop_reason" => (4, &mut m.stop_reason),
@@ -589,8 +646,13 @@ pub(super) fn block_id(uuid: &str, k: usize) -> String {
 }
 
 /// The parts of a line's `message.content` (a string, or blocks).
-fn content_parts(uuid: &str, content: Json<'_>, tool_use_result_bytes: u64) -> Vec<Part> {
-    let mut out = Vec::new();
+fn content_parts(
+    uuid: &str,
+    content: Json<'_>,
+    blocks: Option<&[(&str, MeasuredBlock<'_>)]>,
+    tool_use_result_bytes: u64,
+) -> Parts {
+    let mut out = Parts::new();
     let text = content.get();
     if text.starts_with('"') {
         let f = rfig(Some(content)).unwrap_or_default();
@@ -606,10 +668,18 @@ fn content_parts(uuid: &str, content: Json<'_>, tool_use_result_bytes: u64) -> V
         return out;
     }
     let mut tool_use_result = tool_use_result_bytes;
-    let items = crate::formats::array_items(text);
-    out.reserve_exact(items.len());
-    for (k, raw) in items.into_iter().enumerate() {
-        let b = MeasuredBlock::read(raw);
+    let read;
+    let items = match blocks {
+        Some(b) => b,
+        None => {
+            read = crate::formats::array_items(text)
+                .into_iter()
+                .map(|raw| (raw, MeasuredBlock::read(raw)))
+                .collect::<Vec<_>>();
+            &read[..]
+        }
+    };
+    for (k, &(raw, b)) in items.iter().enumerate() {
         let ty = rstr(b.ty);
         let kind_name = ty.as_deref().unwrap_or("");
         let id = block_id(uuid, k);
@@ -790,8 +860,13 @@ pub(crate) fn parse_fields(
     }
     let tool_use_result_bytes = rlen(v.tool_use_result);
     let mut parts = match msg.and_then(|m| m.content) {
-        Some(c) => content_parts(&uuid, c, tool_use_result_bytes),
-        None => Vec::new(),
+        Some(c) => content_parts(
+            &uuid,
+            c,
+            msg.and_then(|m| m.blocks.as_deref()),
+            tool_use_result_bytes,
+        ),
+        None => Parts::new(),
     };
     if kind == "attachment" {
         if let Some(a) = v.attachment {
@@ -823,7 +898,7 @@ pub(crate) fn parse_fields(
         parts.push(p);
     }
     if synthetic_reply || raw_true(v.meta) {
-        for p in &mut parts {
+        for p in parts.iter_mut() {
             p.synthetic = true;
         }
     }
@@ -848,7 +923,7 @@ pub(crate) fn parse_fields(
             .filter(|m| !synthetic_reply && !m.is_empty())
             .map(|m| sym(&format!("anthropic/{m}"))),
         info_bytes: line.bytes.saturating_sub(parts_bytes),
-        parts: parts.into(),
+        parts,
         rare: Rare {
             logical_parent_id: rstr(v.logical_parent).map(Cow::into_owned),
             error,
@@ -1414,6 +1489,24 @@ pub(super) fn finish(s: &mut Session) {
 mod one_pass_tests {
     use super::*;
 
+    /// A block's fields as read: raw ones, then the measured texts.
+    fn block_key<'a>(b: &MeasuredBlock<'a>) -> (Vec<Option<&'a str>>, [Measured; 3]) {
+        let raw = [
+            b.ty,
+            b.name,
+            b.id,
+            b.input,
+            b.tool_use_id,
+            b.is_error,
+            b.content,
+            b.source,
+        ];
+        (
+            raw.into_iter().map(|r| r.map(Json::get)).collect(),
+            [b.text, b.thinking, b.data],
+        )
+    }
+
     /// Every field of a line as read, raw, in one list.
     fn field_texts<'a>(f: &Fields<'a>) -> Vec<Option<&'a str>> {
         let m = f.message.0.as_ref();
@@ -1486,10 +1579,15 @@ mod one_pass_tests {
             b"{\"uuid\":\"a\",\"bad\":\"\xff\"}",
             br#"{"uuid":"a","toolUseResult":{"x":[1,{"y":"\"q\" \\ \n"}]}} "#,
             br#"{"uuid":"a",}"#,
+            br#"{"uuid":"a","message":{"content":[{"type":"text","text":"ansi \u001b[0m"},"s",3]}}"#,
+            br#"{"uuid":"a","message":{"content":[{"type":"text","text":"a","text":"b"}]}}"#,
+            br#"{"uuid":"a","message":{"content":[{"typ\u0065":"text","text":"a"}]}}"#,
+            br#"{"uuid":"a","message":{"content":[{"type":"text","text":"\ud800"}]}}"#,
         ] {
             lines.push(l.to_vec());
         }
         let mut scanned = 0;
+        let mut with_blocks = 0;
         for (n, l) in lines.iter().enumerate() {
             let serde = crate::formats::from_line::<Fields<'_>>(l);
             match Fields::scan(l) {
@@ -1502,6 +1600,19 @@ mod one_pass_tests {
                         )
                     });
                     assert_eq!(field_texts(&f), field_texts(&want), "line {n}");
+                    // The blocks read in the same scan are those read
+                    // from `content` afterwards, text by text.
+                    if let Some(blocks) = f.message.0.as_ref().and_then(|m| m.blocks.as_ref()) {
+                        let content = f.message.0.as_ref().and_then(|m| m.content).unwrap();
+                        let want: Vec<_> = crate::formats::array_items(content.get())
+                            .into_iter()
+                            .map(|raw| (raw, block_key(&MeasuredBlock::read(raw))))
+                            .collect();
+                        let got: Vec<_> =
+                            blocks.iter().map(|(raw, b)| (*raw, block_key(b))).collect();
+                        assert_eq!(got, want, "line {n}");
+                        with_blocks += 1;
+                    }
                     let scan = prescan(l);
                     assert!(
                         !scan.too_deep(l) && !scan.number_out_of_range(l),
@@ -1521,12 +1632,34 @@ mod one_pass_tests {
             scanned * 100 >= real * 95,
             "{scanned} of {real} lines scanned"
         );
+        assert!(
+            with_blocks >= 150,
+            "{with_blocks} of {real} lines with their blocks"
+        );
         assert_eq!(
             lines[real..]
                 .iter()
                 .map(|l| Fields::scan(l).is_some())
                 .collect::<Vec<_>>(),
-            [false, false, false, false, false, true, true, false, true, false]
+            [
+                false, false, false, false, false, true, true, false, true, false, true, true,
+                true, true
+            ]
+        );
+        // Blocks read exactly in the line's scan, or left to serde.
+        let blocks_of = |l: &[u8]| {
+            Fields::scan(l)
+                .and_then(|f| f.message.0)
+                .and_then(|m| m.blocks)
+                .map(|b| b.len())
+        };
+        let n = lines.len();
+        assert_eq!(
+            lines[n - 4..]
+                .iter()
+                .map(|l| blocks_of(l))
+                .collect::<Vec<_>>(),
+            [Some(3), None, None, None]
         );
     }
 
