@@ -360,6 +360,23 @@ struct StrEnd {
 /// opening quote), and its escapes. `None` when it is unterminated or
 /// holds a control byte or an escape serde_json refuses.
 fn skip_str(b: &[u8], mut i: usize) -> Option<StrEnd> {
+    // Most strings are short (keys, ids, type names): the first 16 bytes
+    // are looked at alone, a quarter of a block's work.
+    if let Some(head) = b.get(i..i + 16).and_then(|h| <&[u8; 16]>::try_from(h).ok()) {
+        let m = special_bits16(head);
+        if m == 0 {
+            i += 16;
+        } else {
+            let p = m.trailing_zeros() as usize;
+            if head[p] == b'"' {
+                return Some(StrEnd {
+                    end: i + p + 1,
+                    escapes: 0,
+                    unicode: false,
+                });
+            }
+        }
+    }
     let mut escapes = 0u32;
     let mut unicode = false;
     loop {
@@ -453,6 +470,31 @@ fn special_bits_sse2(block: &[u8; 64]) -> u64 {
         m |= u64::from(_mm_movemask_epi8(any) as u16) << (16 * k);
     }
     m
+}
+
+/// [`special_bits`] of 16 bytes.
+#[cfg(target_arch = "x86_64")]
+fn special_bits16(chunk: &[u8; 16]) -> u32 {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of the x86-64 baseline; `chunk` is 16 readable
+    // bytes and the load has no alignment requirement.
+    unsafe {
+        let splat = |b: u8| _mm_set1_epi8(b as i8);
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let quote = _mm_cmpeq_epi8(v, splat(b'"'));
+        let backslash = _mm_cmpeq_epi8(v, splat(b'\\'));
+        let control = _mm_cmpeq_epi8(_mm_max_epu8(v, splat(0x1F)), splat(0x1F));
+        let any = _mm_or_si128(_mm_or_si128(quote, backslash), control);
+        _mm_movemask_epi8(any) as u32
+    }
+}
+
+/// Other targets: the bits of 16 bytes one by one.
+#[cfg(not(target_arch = "x86_64"))]
+fn special_bits16(chunk: &[u8; 16]) -> u32 {
+    chunk.iter().enumerate().fold(0u32, |m, (k, &c)| {
+        m | (u32::from(c == b'"' || c == b'\\' || c < 0x20) << k)
+    })
 }
 
 /// Other targets: the bits one by one.
