@@ -152,24 +152,7 @@ impl<'a> Scan<'a> {
         if self.ws()? != b'[' {
             return None;
         }
-        self.open()?;
-        if self.ws()? == b']' {
-            self.i += 1;
-            self.depth -= 1;
-            return Some(());
-        }
-        loop {
-            item(self)?;
-            match self.ws()? {
-                b',' => self.i += 1,
-                b']' => {
-                    self.i += 1;
-                    self.depth -= 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+        self.items(b']', item)
     }
 
     /// Runs `read` (which reads the next value) and gives the text of what
@@ -194,32 +177,27 @@ impl<'a> Scan<'a> {
         if self.ws()? != b'{' {
             return None;
         }
+        self.items(b'}', |s| {
+            let key = s.key()?;
+            field(key, s)
+        })
+    }
+
+    /// Reads the items of the array or object whose opening bracket is at
+    /// the cursor, through its closing bracket `close`, calling `item` with
+    /// the cursor at each (an object's items are its keys and values).
+    fn items(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
         self.open()?;
-        if self.ws()? == b'}' {
+        if self.ws()? == close {
             self.i += 1;
             self.depth -= 1;
             return Some(());
         }
         loop {
-            if self.ws()? != b'"' {
-                return None;
-            }
-            let start = self.i + 1;
-            let found = skip_str(self.bytes(), start)?;
-            let key = if found.escapes > 0 {
-                Key::Escaped
-            } else {
-                Key::Plain(self.text.get(start..found.end - 1)?)
-            };
-            self.i = found.end;
-            if self.ws()? != b':' {
-                return None;
-            }
-            self.i += 1;
-            field(key, self)?;
+            item(self)?;
             match self.ws()? {
                 b',' => self.i += 1,
-                b'}' => {
+                c if c == close => {
                     self.i += 1;
                     self.depth -= 1;
                     return Some(());
@@ -227,6 +205,41 @@ impl<'a> Scan<'a> {
                 _ => return None,
             }
         }
+    }
+
+    /// Skips an object key and the colon after it.
+    fn skip_key(&mut self) -> Option<()> {
+        if self.ws()? != b'"' {
+            return None;
+        }
+        self.i = skip_str(self.bytes(), self.i + 1)?.end;
+        self.colon()
+    }
+
+    /// Consumes the colon after a key.
+    fn colon(&mut self) -> Option<()> {
+        if self.ws()? != b':' {
+            return None;
+        }
+        self.i += 1;
+        Some(())
+    }
+
+    /// Reads an object key and the colon after it.
+    fn key(&mut self) -> Option<Key<'a>> {
+        if self.ws()? != b'"' {
+            return None;
+        }
+        let start = self.i + 1;
+        let found = skip_str(self.bytes(), start)?;
+        let key = if found.escapes > 0 {
+            Key::Escaped
+        } else {
+            Key::Plain(self.text.get(start..found.end - 1)?)
+        };
+        self.i = found.end;
+        self.colon()?;
+        Some(key)
     }
 
     /// Consumes an opening bracket, one level deeper.
@@ -243,52 +256,11 @@ impl<'a> Scan<'a> {
             b'"' => {
                 self.i = skip_str(b, self.i + 1)?.end;
             }
-            b'{' => {
-                self.open()?;
-                if self.ws()? == b'}' {
-                    self.i += 1;
-                } else {
-                    loop {
-                        if self.ws()? != b'"' {
-                            return None;
-                        }
-                        self.i = skip_str(b, self.i + 1)?.end;
-                        if self.ws()? != b':' {
-                            return None;
-                        }
-                        self.i += 1;
-                        self.skip_value()?;
-                        match self.ws()? {
-                            b',' => self.i += 1,
-                            b'}' => {
-                                self.i += 1;
-                                break;
-                            }
-                            _ => return None,
-                        }
-                    }
-                }
-                self.depth -= 1;
-            }
-            b'[' => {
-                self.open()?;
-                if self.ws()? == b']' {
-                    self.i += 1;
-                } else {
-                    loop {
-                        self.skip_value()?;
-                        match self.ws()? {
-                            b',' => self.i += 1,
-                            b']' => {
-                                self.i += 1;
-                                break;
-                            }
-                            _ => return None,
-                        }
-                    }
-                }
-                self.depth -= 1;
-            }
+            b'{' => self.items(b'}', |s| {
+                s.skip_key()?;
+                s.skip_value()
+            })?,
+            b'[' => self.items(b']', Self::skip_value)?,
             b't' => self.literal(b"true")?,
             b'f' => self.literal(b"false")?,
             b'n' => self.literal(b"null")?,

@@ -429,14 +429,9 @@ impl<'a> Fields<'a> {
                     f.message = Lenient(message_scan(s)?);
                     return Some(());
                 }
-                _ => {
-                    s.value()?;
-                    return Some(());
-                }
+                _ => return s.value().map(drop),
             };
-            take(&mut seen, bit)?;
-            *slot = not_null(s.value()?);
-            Some(())
+            read_raw(s, &mut seen, bit, slot)
         })?;
         s.end()?;
         Some(f)
@@ -496,6 +491,15 @@ fn take(seen: &mut u32, bit: u32) -> Option<()> {
     (was & (1 << bit) == 0).then_some(())
 }
 
+/// Reads the value at the cursor into `slot`, field `bit` of `seen`
+/// ([`take`]): `None` when the field was read already or the value is not
+/// JSON.
+fn read_raw<'a>(s: &mut Scan<'a>, seen: &mut u32, bit: u32, slot: &mut Raw<'a>) -> Option<()> {
+    take(seen, bit)?;
+    *slot = not_null(s.value()?);
+    Some(())
+}
+
 /// A raw field as serde reads an `Option` of it: `null` is absent.
 fn not_null(v: Json<'_>) -> Raw<'_> {
     (v.get() != "null").then_some(v)
@@ -535,14 +539,9 @@ fn message_scan<'a>(s: &mut Scan<'a>) -> Option<Option<MessageFields<'a>>> {
             "content" => (2, &mut m.content),
             "usage" => (3, &mut m.usage),
             "stop_reason" => (4, &mut m.stop_reason),
-            _ => {
-                s.value()?;
-                return Some(());
-            }
+            _ => return s.value().map(drop),
         };
-        take(&mut seen, bit)?;
-        *slot = not_null(s.value()?);
-        Some(())
+        read_raw(s, &mut seen, bit, slot)
     })?;
     Some(Some(m))
 }
